@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what Baton needs from Debian's packages when it is missing, and checks the Swift
+# toolchain. Safe to run again: it installs nothing that is already there.
+set -euo pipefail
+
+packages=(libsqlite3-dev)
+missing=()
+for package in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$package")
+    fi
+done
+if ((${#missing[@]})); then
+    echo "bootstrap: installing ${missing[*]}" >&2
+    sudo_cmd=()
+    if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+    "${sudo_cmd[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}"
+fi
+
+if ! command -v swift >/dev/null 2>&1; then
+    for candidate in /opt/swift/usr/bin /opt/swift/bin; do
+        if [[ -x $candidate/swift ]]; then export PATH="$candidate:$PATH"; fi
+    done
+fi
+if ! command -v swift >/dev/null 2>&1; then
+    echo "bootstrap: no Swift toolchain found; install Swift 6.3 (swift.org) and put it on PATH" >&2
+    exit 1
+fi

@@ -1,0 +1,66 @@
+import GRDB
+
+/// One lease interval in the history: who held the writer lease, from when until when.
+public struct LeaseRecord: Sendable, Hashable {
+    /// Strictly increasing across takes.
+    public var epoch: Int64
+    public var name: String
+    public var pid: Int32
+    /// Milliseconds since 1970.
+    public var acquired: Int64
+    /// `nil` while held.
+    public var released: Int64?
+    /// `released` (clean), `taken-over` (closed by the next holder after the holder died).
+    public var releaseKind: String?
+
+    public init(epoch: Int64, name: String, pid: Int32, acquired: Int64, released: Int64?, releaseKind: String?) {
+        self.epoch = epoch
+        self.name = name
+        self.pid = pid
+        self.acquired = acquired
+        self.released = released
+        self.releaseKind = releaseKind
+    }
+}
+
+extension StoreReader {
+    /// The current lease epoch (0 before anyone took it).
+    public func leaseEpoch() throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT epoch FROM lease WHERE id = 1") ?? 0
+    }
+
+    /// The whole lease history, oldest first.
+    public func leaseHistory() throws -> [LeaseRecord] {
+        try Row.fetchAll(db, sql: "SELECT * FROM lease_history ORDER BY epoch").map { row in
+            LeaseRecord(
+                epoch: row["epoch"], name: row["name"], pid: row["pid"], acquired: row["acquired"],
+                released: row["released"], releaseKind: row["releaseKind"])
+        }
+    }
+}
+
+extension StoreTransaction {
+    /// Records that `name` (process `pid`) took the writer lease: bumps the epoch, closes any
+    /// interval a dead holder left open, and appends a history row. Call only while holding the
+    /// lease lock.
+    ///
+    /// - Returns: the new epoch, which the holder passes to fenced writes.
+    public func beginLeaseEpoch(name: String, pid: Int32, now: Int64 = Clock.nowMillis()) throws -> Int64 {
+        try db.execute(
+            sql: "UPDATE lease_history SET released = ?, releaseKind = 'taken-over' WHERE released IS NULL",
+            arguments: [now])
+        try db.execute(sql: "UPDATE lease SET epoch = epoch + 1 WHERE id = 1")
+        let epoch = try leaseEpoch()
+        try db.execute(
+            sql: "INSERT INTO lease_history (epoch, name, pid, acquired) VALUES (?, ?, ?, ?)",
+            arguments: [epoch, name, pid, now])
+        return epoch
+    }
+
+    /// Closes the history row of `epoch`. Call before unlocking the lease.
+    public func endLeaseEpoch(_ epoch: Int64, now: Int64 = Clock.nowMillis()) throws {
+        try db.execute(
+            sql: "UPDATE lease_history SET released = ?, releaseKind = 'released' WHERE epoch = ? AND released IS NULL",
+            arguments: [now, epoch])
+    }
+}

@@ -1,0 +1,55 @@
+import GRDB
+
+/// The store's schema, as a list of migrations that only ever grows: a shipped migration is
+/// never edited, a change is a new migration appended at the end.
+enum StoreMigrations {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE soup_registry (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        name TEXT NOT NULL UNIQUE,
+                        indexSpecs TEXT NOT NULL,
+                        created INTEGER NOT NULL
+                    );
+                    CREATE TABLE sync_state (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        name TEXT UNIQUE,
+                        type TEXT NOT NULL,
+                        target TEXT NOT NULL,
+                        options TEXT NOT NULL,
+                        soupName TEXT NOT NULL,
+                        status TEXT NOT NULL,
+                        progress INTEGER NOT NULL DEFAULT 0,
+                        totalSize INTEGER NOT NULL DEFAULT -1,
+                        maxTimeStamp INTEGER NOT NULL DEFAULT -1,
+                        startTime INTEGER,
+                        endTime INTEGER,
+                        error TEXT
+                    );
+                    CREATE INDEX sync_state_status ON sync_state(status);
+                    CREATE TABLE lease (
+                        id INTEGER PRIMARY KEY CHECK (id = 1),
+                        epoch INTEGER NOT NULL
+                    );
+                    INSERT INTO lease (id, epoch) VALUES (1, 0);
+                    CREATE TABLE lease_history (
+                        epoch INTEGER PRIMARY KEY,
+                        name TEXT NOT NULL,
+                        pid INTEGER NOT NULL,
+                        acquired INTEGER NOT NULL,
+                        released INTEGER,
+                        releaseKind TEXT
+                    );
+                    CREATE TABLE change_sequence (
+                        id INTEGER PRIMARY KEY CHECK (id = 1),
+                        seq INTEGER NOT NULL
+                    );
+                    INSERT INTO change_sequence (id, seq) VALUES (1, 0);
+                    """)
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,48 @@
+import GRDB
+
+/// Read access inside one snapshot of the store. Valid only inside the closure it is given to.
+public class StoreReader {
+    let db: Database
+
+    init(db: Database) {
+        self.db = db
+    }
+}
+
+/// Write access inside one `IMMEDIATE` transaction; everything done through it commits or rolls
+/// back together. Valid only inside the closure it is given to.
+public final class StoreTransaction: StoreReader {
+    func checkFence(_ epoch: Int64?) throws {
+        guard let epoch else { return }
+        let current = try Int64.fetchOne(db, sql: "SELECT epoch FROM lease WHERE id = 1") ?? 0
+        guard current == epoch else {
+            throw StoreError(
+                .staleEpoch,
+                "the writer lease moved to epoch \(current) while this process held epoch \(epoch); nothing was written")
+        }
+    }
+
+    func bumpChangeSequence() throws {
+        try db.execute(sql: "UPDATE change_sequence SET seq = seq + 1 WHERE id = 1")
+    }
+}
+
+extension StoreReader {
+    /// The change sequence: bumped by every committed write, never decreasing.
+    public func changeSequence() throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT seq FROM change_sequence WHERE id = 1") ?? 0
+    }
+
+    /// The result of `PRAGMA integrity_check`: `"ok"` when the file is sound.
+    public func integrityCheck() throws -> String {
+        let rows = try String.fetchAll(db, sql: "PRAGMA integrity_check")
+        return rows.joined(separator: "; ")
+    }
+}
+
+extension SharedStore {
+    /// The change sequence of the last commit.
+    public func changeSequence() throws -> Int64 {
+        try read { try $0.changeSequence() }
+    }
+}

@@ -1,0 +1,40 @@
+import ArgumentParser
+import BatonStore
+
+struct StoreSoupCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "soup",
+        abstract: "Register or drop a soup.",
+        subcommands: [Create.self, Drop.self]
+    )
+
+    struct Create: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Register a soup with indexed paths (adds missing indexes to an existing soup).")
+
+        @OptionGroup var directory: DirectoryOptions
+        @Argument(help: "The soup's name: 1-64 of A-Z a-z 0-9 . _ -") var name: String
+        @Option(name: .customLong("index"), help: "An indexed path as PATH[:TYPE], TYPE one of string, integer, floating, json1.")
+        var indexes: [String] = []
+
+        func run() throws {
+            let specs = try indexes.map(IndexSpec.init(parsing:))
+            let store = try directory.openStore(create: true)
+            let soup = try store.registerSoup(name, indexSpecs: specs)
+            CLIOutput.line("soup '\(soup.name)' ready with \(soup.indexSpecs.count) index(es)")
+        }
+    }
+
+    struct Drop: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Drop a soup and all its records.")
+
+        @OptionGroup var directory: DirectoryOptions
+        @Argument(help: "The soup's name.") var name: String
+
+        func run() throws {
+            let store = try directory.openStore(create: false)
+            try store.write { try $0.dropSoup(name) }
+            CLIOutput.line("soup '\(name)' dropped")
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import ArgumentParser
+import BatonStore
+import Foundation
+
+struct StoreUpsertCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "upsert",
+        abstract: "Insert or update records in a soup, in one transaction.",
+        discussion: """
+            Records are JSON objects given as arguments, or one per line on stdin when none is \
+            given. With --external-id PATH, a record whose PATH matches an existing record's \
+            updates it. With --local, records are marked as locally created (new) or updated \
+            (matched) so the next sync up sends them.
+            """
+    )
+
+    @OptionGroup var directory: DirectoryOptions
+    @Option(help: "The soup to write to.") var soup: String
+    @Option(name: .customLong("external-id"), help: "An indexed path that identifies a record, such as Id.")
+    var externalId: String?
+    @Flag(help: "Mark the records as local changes for sync up.") var local = false
+    @Flag(help: .hidden) var holdTransaction = false
+    @Argument(help: "Records as JSON objects; read from stdin when omitted.") var records: [String] = []
+
+    func run() throws {
+        var texts = records
+        if texts.isEmpty {
+            while let line = readLine() {
+                if !line.trimmingCharacters(in: .whitespaces).isEmpty { texts.append(line) }
+            }
+        }
+        let parsed = try texts.enumerated().map { index, text in
+            do {
+                return try JSONObject(parsingObject: text)
+            } catch let error as JSONParseError {
+                throw CLIError(message: "record \(index + 1): \(error.description)")
+            }
+        }
+        let store = try directory.openStore(create: false)
+        let soupName = soup
+        let externalIdPath = externalId
+        let markLocal = local
+        let hold = holdTransaction
+        let count = try store.write { transaction in
+            for record in parsed {
+                var toWrite = record
+                if markLocal {
+                    let existing = try externalIdPath.flatMap { path in
+                        try JSONValue.object(record).value(atPath: path).flatMap {
+                            try transaction.entry(where: path, equals: $0, in: soupName)
+                        }
+                    }
+                    toWrite = existing == nil ? LocalFlags.markCreated(record) : LocalFlags.markUpdated(record)
+                }
+                try transaction.upsert(toWrite, into: soupName, externalIdPath: externalIdPath)
+            }
+            if hold {
+                // Test hook: the transaction stays open until this process is killed.
+                CLIOutput.line("holding transaction")
+                while true { pause() }
+            }
+            return parsed.count
+        }
+        CLIOutput.line("upserted \(count) record(s) into '\(soupName)'")
+    }
+}

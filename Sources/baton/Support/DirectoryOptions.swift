@@ -1,0 +1,15 @@
+import ArgumentParser
+import BatonStore
+import Logging
+
+/// `--dir D`: the shared directory, common to every command that touches a store.
+struct DirectoryOptions: ParsableArguments {
+    @Option(name: .long, help: "The shared directory (created with mode 0700 if missing).")
+    var dir: String
+
+    /// Opens the store; `create: false` refuses a directory with no store yet.
+    func openStore(create: Bool, label: String = "baton") throws -> SharedStore {
+        let directory = try SharedDirectory(path: dir, create: create)
+        return try SharedStore.open(directory: directory, create: create, logger: Logger(label: label))
+    }
+}

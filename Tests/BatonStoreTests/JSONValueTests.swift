@@ -1,0 +1,56 @@
+import BatonStore
+import Testing
+
+@Suite("JSON round trips")
+struct JSONValueTests {
+    @Test(
+        "values survive print and parse unchanged",
+        arguments: [
+            JSONValue.object(["name": "Zoë 🚀 日本語", "escaped": "quote\" back\\ nl\n tab\t \u{01}"]),
+            .object(["nested": .object(["a": .array([1, 2.5, nil, true, .object(["deep": "x"])])])]),
+            .object(["max": .int(Int64.max), "min": .int(Int64.min), "zero": 0]),
+            .object(["one": 1.0, "tiny": 1e-300, "pi": 3.141592653589793, "big": 1.7976931348623157e308, "neg": -0.5]),
+            .array([]), .object([:]), .string(""),
+        ])
+    func roundTrip(value: JSONValue) throws {
+        let text = value.jsonString
+        #expect(try JSONValue(parsing: text) == value)
+    }
+
+    @Test("a double with no fraction stays a double")
+    func doubleStaysDouble() throws {
+        #expect(try JSONValue(parsing: "1.0") == .double(1))
+        #expect(JSONValue.double(1).jsonString == "1.0")
+        #expect(try JSONValue(parsing: "1") == .int(1))
+    }
+
+    @Test("unicode escapes, including surrogate pairs, decode")
+    func unicodeEscapes() throws {
+        #expect(try JSONValue(parsing: #""\u00e9\ud83d\ude80""#) == .string("é🚀"))
+    }
+
+    @Test(
+        "malformed text is a typed error",
+        arguments: ["", "{", "{\"a\":}", "[1,]", "tru", "\"unterminated", "01", "1.", "{\"a\" 1}", "[1] x", "\"\\ud800\""])
+    func malformed(text: String) {
+        #expect(throws: JSONParseError.self) { try JSONValue(parsing: text) }
+    }
+
+    @Test("nesting deeper than the limit is refused")
+    func depthLimit() {
+        let deep = String(repeating: "[", count: 300) + String(repeating: "]", count: 300)
+        #expect(throws: JSONParseError.self) { try JSONValue(parsing: deep) }
+    }
+
+    @Test("records keep their exact values through the store")
+    func storeFidelity() throws {
+        let fixture = try StoreFixture()
+        try fixture.store.registerSoup("things", indexSpecs: [])
+        let record: JSONObject = [
+            "unicode": "Ünïcödé ✓ 😀", "big": .int(9_007_199_254_740_993), "double": 0.1, "whole": 2.0,
+            "nested": ["list": [1, "two", ["three": 3]]], "null": nil, "flag": false,
+        ]
+        let entry = try fixture.store.upsert(record, into: "things")
+        #expect(try fixture.store.entry(entry.entryId, in: "things")?.record == record)
+    }
+}

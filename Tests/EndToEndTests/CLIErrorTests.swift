@@ -1,0 +1,80 @@
+import BatonStore
+import Foundation
+import Testing
+
+@Suite("CLI on bad input")
+struct CLIErrorTests {
+    @Test("store info on two soups prints names, counts and integrity ok")
+    func storeInfoJSON() async throws {
+        let temp = try TemporaryDirectory()
+        let dir = temp.path + "/shared"
+        for soup in ["accounts", "contacts"] {
+            let created = try await BatonProcess.run(["store", "soup", "create", "--dir", dir, soup, "--index", "Id"])
+            #expect(created.status == 0)
+        }
+        _ = try await BatonProcess.run(
+            ["store", "upsert", "--dir", dir, "--soup", "accounts", "{\"Id\":\"a\"}", "{\"Id\":\"b\"}"])
+        _ = try await BatonProcess.run(["store", "upsert", "--dir", dir, "--soup", "contacts", "{\"Id\":\"c\"}"])
+        let info = try await BatonProcess.run(["store", "info", "--dir", dir, "--json"])
+        #expect(info.status == 0)
+        let object = try JSONValue(parsing: info.stdout)
+        #expect(object.value(atPath: "integrity") == "ok")
+        let counts = Dictionary(
+            uniqueKeysWithValues: (object.value(atPath: "soups")?.arrayValue ?? []).compactMap { soup in
+                soup.value(atPath: "name")?.stringValue.map { ($0, soup.value(atPath: "count")) }
+            })
+        #expect(counts == ["accounts": 2, "contacts": 1])
+    }
+
+    @Test("version and help")
+    func versionAndHelp() async throws {
+        let version = try await BatonProcess.run(["--version"])
+        #expect(version.status == 0)
+        #expect(!version.stdout.isEmpty)
+        let help = try await BatonProcess.run(["--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("store"))
+    }
+
+    static let badInputs: [(String, [String], String?, String)] = [
+        ("unknown soup", ["store", "upsert", "--soup", "nope", "{}"], nil, "no soup named 'nope'"),
+        ("malformed JSON", ["store", "upsert", "--soup", "accounts", "{bad"], nil, "malformed JSON"),
+        ("malformed JSON on stdin", ["store", "upsert", "--soup", "accounts"], "{\"a\":1}\n[1,\n", "record 2"),
+        ("bad index type", ["store", "soup", "create", "x", "--index", "Id:uuid"], nil, "unknown index type"),
+        ("bad soup name", ["store", "soup", "create", "no/slash"], nil, "invalid soup name"),
+    ]
+
+    @Test("bad input gives one line on stderr and a non-zero exit", arguments: 0..<5)
+    func badInput(index: Int) async throws {
+        let (_, arguments, stdin, expected) = Self.badInputs[index]
+        let temp = try TemporaryDirectory()
+        let dir = temp.path + "/shared"
+        _ = try await BatonProcess.run(["store", "soup", "create", "--dir", dir, "accounts"])
+        var full = arguments
+        full.insert(contentsOf: ["--dir", dir], at: arguments[1] == "soup" ? 3 : 2)
+        let result = try await BatonProcess.run(full, stdin: stdin)
+        #expect(result.status != 0)
+        #expect(!result.signaled)
+        #expect(result.stderr.contains(expected), "stderr: \(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1, "stderr: \(result.stderr)")
+    }
+
+    @Test("a store file that is not SQLite and a world-writable directory are refused")
+    func badStores() async throws {
+        let temp = try TemporaryDirectory()
+        let notSQLite = temp.path + "/junk"
+        try FileManager.default.createDirectory(atPath: notSQLite, withIntermediateDirectories: true)
+        chmod(notSQLite, 0o700)
+        try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: notSQLite + "/store.sqlite"))
+        let junk = try await BatonProcess.run(["store", "info", "--dir", notSQLite])
+        #expect(junk.status != 0 && !junk.signaled)
+        #expect(junk.stderr.contains("not a SQLite database"), "stderr: \(junk.stderr)")
+
+        let open = temp.path + "/open"
+        try FileManager.default.createDirectory(atPath: open, withIntermediateDirectories: true)
+        chmod(open, 0o777)
+        let refused = try await BatonProcess.run(["store", "init", "--dir", open])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("world-writable"), "stderr: \(refused.stderr)")
+    }
+}
