@@ -7,30 +7,69 @@ let package = Package(
     products: [
         .executable(name: "baton", targets: ["baton"]),
         .library(name: "BatonStore", targets: ["BatonStore"]),
+        .library(name: "BatonSync", targets: ["BatonSync"]),
+        .library(name: "BatonREST", targets: ["BatonREST"]),
+        .library(name: "BatonServer", targets: ["BatonServer"]),
+        .library(name: "SOQL", targets: ["SOQL"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
     ],
     targets: [
+        // JSON values with exact number round trips; shared by the store, the client and the server.
+        .target(name: "BatonJSON"),
+        // The SOQL subset: parser, printer, mutator. No I/O, no dependencies.
+        .target(name: "SOQL"),
+        // The shared SQLite store.
         .target(
             name: "BatonStore",
             dependencies: [
+                "BatonJSON",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The sync engine: SyncManager, statuses, targets protocols.
+        .target(
+            name: "BatonSync",
+            dependencies: ["BatonStore", .product(name: "Logging", package: "swift-log")]
+        ),
+        // The REST client and the Salesforce-style targets.
+        .target(
+            name: "BatonREST",
+            dependencies: [
+                "BatonSync", "SOQL",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
+        ),
+        // The reference REST server.
+        .target(
+            name: "BatonServer",
+            dependencies: [
+                "SOQL", "BatonJSON",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         .executableTarget(
             name: "baton",
             dependencies: [
-                "BatonStore",
+                "BatonStore", "BatonSync", "BatonREST", "BatonServer", "SOQL",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .testTarget(name: "SOQLTests", dependencies: ["SOQL"]),
+        .testTarget(name: "BatonJSONTests", dependencies: ["BatonJSON"]),
         .testTarget(name: "BatonStoreTests", dependencies: ["BatonStore"]),
+        .testTarget(name: "BatonServerTests", dependencies: ["BatonServer", "BatonREST"]),
+        .testTarget(name: "BatonRESTTests", dependencies: ["BatonREST", "BatonServer"]),
+        .testTarget(name: "BatonSyncTests", dependencies: ["BatonSync", "BatonREST", "BatonServer"]),
         .testTarget(name: "EndToEndTests", dependencies: ["BatonStore"]),
     ],
     swiftLanguageModes: [.v6]

@@ -16,7 +16,7 @@ struct Baton: AsyncParsableCommand {
             the foreground. Set BATON_LOG_LEVEL=debug for diagnostics on stderr.
             """,
         version: version,
-        subcommands: [StoreCommand.self]
+        subcommands: [StoreCommand.self, ServeCommand.self]
     )
 
     /// Runs the command and turns every typed error into one line on stderr and a non-zero exit.

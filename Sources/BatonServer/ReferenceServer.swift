@@ -1,0 +1,118 @@
+import BatonJSON
+import Hummingbird
+import Logging
+import NIOCore
+import Synchronization
+
+/// The reference REST server: the subset of the Salesforce REST API that Mobile Sync uses, on
+/// loopback, with its own SQLite storage and fault injection.
+///
+/// ```swift
+/// let server = try await ReferenceServer.start(ReferenceServer.Configuration(token: "secret"))
+/// print(server.url)   // http://127.0.0.1:PORT
+/// try await server.stop()
+/// ```
+public struct ReferenceServer: Sendable {
+    /// How to run the server.
+    public struct Configuration: Sendable {
+        public var host: String
+        /// 0 picks a free port.
+        public var port: Int
+        /// The bearer token every request must carry.
+        public var token: String
+        /// The SQLite file for records; `nil` keeps them in memory.
+        public var dataPath: String?
+
+        public init(host: String = "127.0.0.1", port: Int = 0, token: String, dataPath: String? = nil) {
+            self.host = host
+            self.port = port
+            self.token = token
+            self.dataPath = dataPath
+        }
+    }
+
+    let configuration: Configuration
+    let storage: RecordStorage
+    let stats = ServerStats()
+    let faults = FaultInjector()
+    let logger: Logger
+
+    /// Opens the storage. Does not listen yet; see ``run(onListening:)``.
+    public init(configuration: Configuration, logger: Logger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        do {
+            storage = try RecordStorage(path: configuration.dataPath)
+        } catch {
+            throw SalesforceError(status: 500, "STORAGE_UNAVAILABLE", "cannot open server data file: \(error)")
+        }
+    }
+
+    /// Seeds `count` records of `type` before or while serving (the `--seed` option).
+    public func seed(type: String, count: Int, timeStamps: Int? = nil, bytes: Int = 0) throws {
+        _ = try storage.seed(
+            type: try requireType(type), count: count, timeStamps: max(1, timeStamps ?? count), bytes: bytes, template: [:])
+    }
+
+    /// Sets the injected faults.
+    public func setFaults(_ settings: FaultSettings) {
+        faults.settings = settings
+    }
+
+    /// Serves until the task is cancelled. `onListening` gets the base URL once bound.
+    public func run(onListening: @escaping @Sendable (String) async -> Void = { _ in }) async throws {
+        let router = Router()
+        router.middlewares.add(APIMiddleware(token: configuration.token, stats: stats))
+        let data = DataRoutes(storage: storage, engine: QueryEngine(storage: storage, stats: stats), faults: faults, stats: stats)
+        data.register(on: router.group("services/data/v60.0"))
+        CompositeRoutes(storage: storage, data: data).register(on: router.group("services/data/v60.0"))
+        AdminRoutes(storage: storage, faults: faults, stats: stats).register(on: router.group("admin"))
+        let host = configuration.host
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname(host, port: configuration.port), serverName: "baton-reference"),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                await onListening("http://\(host):\(port)")
+            },
+            logger: logger
+        )
+        try await app.run()
+    }
+
+    /// Starts serving in a task of its own and returns once it listens.
+    public static func start(_ configuration: Configuration, logger: Logger = Logger(label: "baton.server")) async throws
+        -> RunningServer
+    {
+        let server = try ReferenceServer(configuration: configuration, logger: logger)
+        let (urls, continuation) = AsyncStream.makeStream(of: String.self)
+        let task = Task {
+            try await server.run { url in continuation.yield(url) }
+        }
+        var iterator = urls.makeAsyncIterator()
+        guard let url = await iterator.next() else {
+            task.cancel()
+            _ = try await task.value
+            throw SalesforceError(status: 500, "SERVER_NOT_STARTED", "the reference server did not start")
+        }
+        continuation.finish()
+        return RunningServer(server: server, url: url, task: task)
+    }
+}
+
+/// A server started with ``ReferenceServer/start(_:logger:)``.
+public struct RunningServer: Sendable {
+    public let server: ReferenceServer
+    /// `http://127.0.0.1:PORT`.
+    public let url: String
+    let task: Task<Void, any Error>
+
+    /// The bearer token.
+    public var token: String { server.configuration.token }
+
+    /// Stops serving and waits for the server to shut down.
+    public func stop() async {
+        task.cancel()
+        _ = try? await task.value
+    }
+}

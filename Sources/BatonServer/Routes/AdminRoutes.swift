@@ -1,0 +1,148 @@
+import BatonJSON
+import GRDB
+import Hummingbird
+
+/// `/admin` (same token): seed, touch and delete records, read stats, set faults. For tests and
+/// demos; a real org has no such routes.
+struct AdminRoutes: Sendable {
+    let storage: RecordStorage
+    let faults: FaultInjector
+    let stats: ServerStats
+
+    func register<Context: RequestContext>(on group: RouterGroup<Context>) {
+        group.post("seed") { request, _ -> Response in
+            var request = request
+            let body = try await request.jsonObjectBody()
+            let type = try requireType(body["type"]?.stringValue ?? "")
+            let count = try Self.count(body["count"], max: 5_000_000)
+            let timeStamps = try body["timeStamps"].map { try Self.count($0, max: 5_000_000) } ?? count
+            let bytes = try body["bytes"].map { try Self.count($0, max: 100_000) } ?? 0
+            let template = body["fields"]?.objectValue ?? [:]
+            try RecordStorage.validateWritable(template)
+            let ids = try storage.seed(type: type, count: count, timeStamps: max(1, timeStamps), bytes: bytes, template: template)
+            var out: JSONObject = ["created": .int(Int64(ids.count))]
+            if ids.count <= 1000 { out["ids"] = .array(ids.map(JSONValue.string)) }
+            return .json(.ok, .object(out))
+        }
+        group.post("touch") { request, _ -> Response in
+            var request = request
+            let body = try await request.jsonObjectBody()
+            let type = try requireType(body["type"]?.stringValue ?? "")
+            let fields = body["fields"]?.objectValue ?? [:]
+            try RecordStorage.validateWritable(fields)
+            let ids = try storage.touch(type: type, ids: Self.ids(body), count: body["count"]?.intValue.map(Int.init), fields: fields)
+            return .json(.ok, ["ids": .array(ids.map(JSONValue.string))])
+        }
+        group.post("delete") { request, _ -> Response in
+            var request = request
+            let body = try await request.jsonObjectBody()
+            let type = try requireType(body["type"]?.stringValue ?? "")
+            let ids = try storage.deleteRecords(type: type, ids: Self.ids(body), count: body["count"]?.intValue.map(Int.init))
+            return .json(.ok, ["ids": .array(ids.map(JSONValue.string))])
+        }
+        group.get("records") { request, _ -> Response in
+            let type = try requireType(request.uri.queryParameters.get("type") ?? "")
+            let records = try storage.read { db in
+                try Row.fetchAll(db, sql: "SELECT * FROM records WHERE type = ? ORDER BY id", arguments: [type])
+                    .map { JSONValue.object(try RecordStorage.fullRecord($0)) }
+            }
+            return .json(.ok, ["records": .array(records), "totalSize": .int(Int64(records.count))])
+        }
+        group.get("stats") { _, _ -> Response in
+            var out = stats.json
+            out["records"] = .object(try storage.counts().mapValues { .int(Int64($0)) })
+            return .json(.ok, .object(out))
+        }
+        group.post("stats/reset") { _, _ -> Response in
+            stats.reset()
+            return .json(.ok, ["reset": true])
+        }
+        group.get("faults") { _, _ -> Response in .json(.ok, .object(faults.settings.json)) }
+        group.post("faults") { request, _ -> Response in
+            var request = request
+            faults.settings = try FaultSettings(json: try await request.jsonObjectBody())
+            return .json(.ok, .object(faults.settings.json))
+        }
+        group.delete("faults") { _, _ -> Response in
+            faults.settings = FaultSettings()
+            return .json(.ok, .object(faults.settings.json))
+        }
+    }
+
+    static func count(_ value: JSONValue?, max: Int) throws -> Int {
+        guard let number = value?.intValue, number >= 0, number <= max else {
+            throw SalesforceError(status: 400, "INVALID_FIELD", "expected a count between 0 and \(max)")
+        }
+        return Int(number)
+    }
+
+    static func ids(_ body: JSONObject) -> [String]? {
+        body["ids"]?.arrayValue?.compactMap(\.stringValue)
+    }
+}
+
+extension RecordStorage {
+    /// Creates `count` records whose `LastModifiedDate`s take `timeStamps` distinct values
+    /// (fewer values than records makes ties, also across page boundaries).
+    func seed(type: String, count: Int, timeStamps: Int, bytes: Int, template: JSONObject) throws -> [String] {
+        let first = reserveTimeStamps(timeStamps)
+        let padding = bytes > 0 ? String(repeating: "x", count: bytes) : nil
+        return try write { db in
+            var ids: [String] = []
+            ids.reserveCapacity(count)
+            let insert = try db.cachedStatement(
+                sql: "INSERT INTO records (id, type, created, lastModified, systemModstamp, fields) VALUES (?, ?, ?, ?, ?, ?)")
+            let firstSequence = try reserveSequences(db, type: type, count: count)
+            for index in 0..<count {
+                let id = RecordId.make(type: type, sequence: firstSequence + Int64(index))
+                let stamp = first + Int64(index * timeStamps / max(count, 1))
+                var fields = template
+                fields["Name"] = fields["Name"] ?? .string("\(type) \(index + 1)")
+                fields["Number__c"] = .int(Int64(index + 1))
+                if let padding { fields["Description"] = .string(padding) }
+                try insert.execute(arguments: [id, type, stamp, stamp, stamp, fields.jsonString])
+                ids.append(id)
+            }
+            return ids
+        }
+    }
+
+    /// Reserves `count` consecutive id sequence numbers of `type`; returns the first.
+    func reserveSequences(_ db: Database, type: String, count: Int) throws -> Int64 {
+        try db.execute(
+            sql: "INSERT INTO sequences (type, next) VALUES (?, 0) ON CONFLICT(type) DO NOTHING", arguments: [type])
+        let last = try Int64.fetchOne(db, sql: "SELECT next FROM sequences WHERE type = ?", arguments: [type]) ?? 0
+        try db.execute(sql: "UPDATE sequences SET next = next + ? WHERE type = ?", arguments: [count, type])
+        return last + 1
+    }
+
+    /// Modifies records (the given ids, or `count` random ones): merges `fields` and bumps the
+    /// time stamps. Returns the ids touched.
+    func touch(type: String, ids: [String]?, count: Int?, fields: JSONObject) throws -> [String] {
+        try write { db in
+            let targets = try ids ?? String.fetchAll(
+                db, sql: "SELECT id FROM records WHERE type = ? ORDER BY random() LIMIT ?", arguments: [type, count ?? 1])
+            var touched: [String] = []
+            for id in targets {
+                guard try storedFields(db, type: type, id: id) != nil else { continue }
+                try update(db, type: type, id: id, fields: fields)
+                touched.append(id)
+            }
+            return touched
+        }
+    }
+
+    /// Deletes records (the given ids, or `count` random ones). Returns the ids deleted.
+    func deleteRecords(type: String, ids: [String]?, count: Int?) throws -> [String] {
+        try write { db in
+            let targets = try ids ?? String.fetchAll(
+                db, sql: "SELECT id FROM records WHERE type = ? ORDER BY random() LIMIT ?", arguments: [type, count ?? 1])
+            var deleted: [String] = []
+            for id in targets {
+                try db.execute(sql: "DELETE FROM records WHERE id = ? AND type = ?", arguments: [id, type])
+                if db.changesCount > 0 { deleted.append(id) }
+            }
+            return deleted
+        }
+    }
+}

@@ -1,0 +1,137 @@
+import BatonJSON
+import Foundation
+import Hummingbird
+
+/// The data API under `/services/data/v60.0`: query, sObject CRUD and upsert.
+struct DataRoutes: Sendable {
+    let storage: RecordStorage
+    let engine: QueryEngine
+    let faults: FaultInjector
+    let stats: ServerStats
+
+    func register<Context: RequestContext>(on group: RouterGroup<Context>) {
+        group.get("query") { request, _ -> Response in
+            try await withFaults(isWrite: false) {
+                guard let soql = Self.formParameter("q", in: request.uri.query), !soql.isEmpty else {
+                    throw SalesforceError.malformedQuery("missing query parameter q")
+                }
+                let page = try engine.start(soql: soql, batchSize: try batchSize(request))
+                return .json(.ok, page)
+            }
+        }
+        group.get("query/:locator") { _, context -> Response in
+            try await withFaults(isWrite: false) {
+                .json(.ok, try engine.next(locator: try context.parameters.require("locator")))
+            }
+        }
+        group.post("sobjects/:type") { request, context -> Response in
+            var request = request
+            let type = try requireType(try context.parameters.require("type"))
+            let body = try await request.jsonObjectBody()
+            return try await withFaults(isWrite: true) {
+                let id = try storage.write { db in try storage.create(db, type: type, fields: Self.fields(body)) }
+                return .json(.created, ["id": .string(id), "success": true, "errors": []])
+            }
+        }
+        group.get("sobjects/:type/:id") { _, context -> Response in
+            let type = try requireType(try context.parameters.require("type"))
+            let id = try context.parameters.require("id")
+            return try await withFaults(isWrite: false) {
+                guard let record = try storage.read({ db in try storage.fullRecord(db, type: type, id: id) }) else {
+                    throw SalesforceError.notFound()
+                }
+                stats.served(1, type: type)
+                var out = record
+                out["attributes"] = ["type": .string(type), "url": .string("\(QueryEngine.apiPath)/sobjects/\(type)/\(id)")]
+                return .json(.ok, .object(out))
+            }
+        }
+        group.patch("sobjects/:type/:id") { request, context -> Response in
+            var request = request
+            let type = try requireType(try context.parameters.require("type"))
+            let id = try context.parameters.require("id")
+            let body = try await request.jsonObjectBody()
+            return try await withFaults(isWrite: true) {
+                try storage.write { db in try storage.update(db, type: type, id: id, fields: Self.fields(body)) }
+                return Response(status: .noContent)
+            }
+        }
+        group.delete("sobjects/:type/:id") { _, context -> Response in
+            let type = try requireType(try context.parameters.require("type"))
+            let id = try context.parameters.require("id")
+            return try await withFaults(isWrite: true) {
+                try storage.write { db in try storage.delete(db, type: type, id: id) }
+                return Response(status: .noContent)
+            }
+        }
+        // The router wants one parameter name per path position, so the external-id field sits
+        // in the `id` slot here.
+        group.patch("sobjects/:type/:id/:value") { request, context -> Response in
+            var request = request
+            let type = try requireType(try context.parameters.require("type"))
+            let field = try context.parameters.require("id")
+            let value = try context.parameters.require("value").removingPercentEncoding ?? ""
+            let body = try await request.jsonObjectBody()
+            return try await withFaults(isWrite: true) {
+                let (id, created) = try storage.write { db in
+                    try storage.upsert(db, type: type, field: field, value: value, fields: Self.fields(body))
+                }
+                return .json(
+                    created ? .created : .ok, ["id": .string(id), "success": true, "errors": [], "created": .bool(created)])
+            }
+        }
+    }
+
+    /// A form-encoded query parameter: `+` is a space, `%XX` a byte (what curl and browsers send).
+    static func formParameter(_ name: String, in query: String?) -> String? {
+        guard let query else { return nil }
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, parts[0] == name else { continue }
+            return String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+        }
+        return nil
+    }
+
+    /// The record's fields without the `attributes` envelope.
+    static func fields(_ body: JSONObject) -> JSONObject {
+        var fields = body
+        fields["attributes"] = nil
+        return fields
+    }
+
+    func batchSize(_ request: Request) throws -> Int {
+        guard let options = request.headers.first(where: { $0.name.canonicalName == "sforce-query-options" })?.value
+        else { return 2000 }
+        for part in options.split(separator: ",") {
+            let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if pair.count == 2, pair[0].lowercased() == "batchsize" {
+                guard let size = Int(pair[1]), (1...2000).contains(size) else {
+                    throw SalesforceError(status: 400, "INVALID_QUERY_OPTIONS", "batchSize must be between 1 and 2000")
+                }
+                return size
+            }
+        }
+        return 2000
+    }
+
+    /// Applies the configured latency and faults around one data request.
+    func withFaults(isWrite: Bool, _ body: () async throws -> Response) async throws -> Response {
+        let latency = faults.latencyMs
+        if latency > 0 { try await Task.sleep(for: .milliseconds(latency)) }
+        switch faults.decide(isWrite: isWrite) {
+        case .none:
+            return try await body()
+        case .fail:
+            stats.fault("error")
+            throw SalesforceError(status: 503, "SERVER_UNAVAILABLE", "the server is unavailable (injected fault)")
+        case .dropConnection:
+            stats.fault("dropConnection")
+            return .dropped(after: "{\"totalSize\":")
+        case .dropAfterCommit:
+            stats.fault("dropAfterCommit")
+            _ = try await body()
+            return .dropped(after: "")
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import BatonJSON
+
+/// An error in the shape the Salesforce REST API uses: an HTTP status and
+/// `[{"errorCode": …, "message": …, "fields": […]}]`.
+public struct SalesforceError: Error, Sendable, Hashable {
+    public var status: Int
+    public var errorCode: String
+    public var message: String
+    public var fields: [String]
+
+    public init(status: Int, _ errorCode: String, _ message: String, fields: [String] = []) {
+        self.status = status
+        self.errorCode = errorCode
+        self.message = message
+        self.fields = fields
+    }
+
+    /// One element of the error array.
+    var element: JSONValue {
+        var object: JSONObject = ["errorCode": .string(errorCode), "message": .string(message)]
+        if !fields.isEmpty { object["fields"] = .array(fields.map(JSONValue.string)) }
+        return .object(object)
+    }
+
+    /// The per-record error shape of composite responses.
+    var compositeElement: JSONValue {
+        .object([
+            "statusCode": .string(errorCode), "message": .string(message), "fields": .array(fields.map(JSONValue.string)),
+        ])
+    }
+
+    static func notFound(_ what: String = "The requested resource does not exist") -> SalesforceError {
+        SalesforceError(status: 404, "NOT_FOUND", what)
+    }
+
+    static func malformedQuery(_ message: String) -> SalesforceError {
+        SalesforceError(status: 400, "MALFORMED_QUERY", message)
+    }
+
+    static func badRequest(_ message: String) -> SalesforceError {
+        SalesforceError(status: 400, "JSON_PARSER_ERROR", message)
+    }
+
+    static let invalidSession = SalesforceError(status: 401, "INVALID_SESSION_ID", "Session expired or invalid")
+
+    static func serverManaged(_ field: String) -> SalesforceError {
+        SalesforceError(
+            status: 400, "INVALID_FIELD_FOR_INSERT_UPDATE", "Unable to create/update fields: \(field). Please check the security settings of this field.",
+            fields: [field])
+    }
+}

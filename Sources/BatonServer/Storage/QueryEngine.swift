@@ -1,0 +1,138 @@
+import BatonJSON
+import GRDB
+import SOQL
+import Synchronization
+
+/// Runs queries and serves them page by page, as the API's query locators do: the first
+/// request fixes the ordered list of matching ids (a cursor); each page then reads only its
+/// records, so a page never holds more than `batchSize` records in memory.
+final class QueryEngine: Sendable {
+    struct Cursor: Sendable {
+        var type: String
+        var fields: [SelectItem]
+        var ids: [String]
+        var batchSize: Int
+        var lastUsed: UInt64
+    }
+
+    static let apiPath = "/services/data/v60.0"
+    static let maxCursors = 64
+
+    let storage: RecordStorage
+    let stats: ServerStats
+    private let cursors = Mutex<(entries: [String: Cursor], clock: UInt64, next: UInt64)>(([:], 0, 0))
+
+    init(storage: RecordStorage, stats: ServerStats) {
+        self.storage = storage
+        self.stats = stats
+    }
+
+    /// The first page of `soql`.
+    func start(soql: String, batchSize: Int) throws -> JSONValue {
+        let query: SOQLQuery
+        do {
+            query = try SOQLQuery(parsing: soql)
+        } catch let error as SOQLError {
+            throw SalesforceError.malformedQuery(error.description)
+        }
+        let (sql, arguments) = try QueryTranslator.idQuery(for: query)
+        let ids = try storage.read { db in try String.fetchAll(db, sql: sql, arguments: arguments) }
+        let cursor = Cursor(type: query.object, fields: query.fields, ids: ids, batchSize: batchSize, lastUsed: 0)
+        let locator = remember(cursor)
+        return try page(cursor, locator: locator, offset: 0)
+    }
+
+    /// The page at `locator` (`<cursor>-<offset>`, from a `nextRecordsUrl`).
+    func next(locator: String) throws -> JSONValue {
+        let parts = locator.split(separator: "-", maxSplits: 1).map(String.init)
+        guard parts.count == 2, let offset = Int(parts[1]), offset >= 0 else {
+            throw SalesforceError(status: 400, "INVALID_QUERY_LOCATOR", "invalid query locator")
+        }
+        let cursor = cursors.withLock { state -> Cursor? in
+            state.clock += 1
+            state.entries[parts[0]]?.lastUsed = state.clock
+            return state.entries[parts[0]]
+        }
+        guard let cursor, offset <= cursor.ids.count else {
+            throw SalesforceError(status: 400, "INVALID_QUERY_LOCATOR", "invalid query locator")
+        }
+        return try page(cursor, locator: parts[0], offset: offset)
+    }
+
+    private func remember(_ cursor: Cursor) -> String {
+        cursors.withLock { state in
+            state.next += 1
+            state.clock += 1
+            let locator = "01g" + String(state.next, radix: 36)
+            var entry = cursor
+            entry.lastUsed = state.clock
+            state.entries[locator] = entry
+            if state.entries.count > Self.maxCursors,
+                let oldest = state.entries.min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key
+            {
+                state.entries[oldest] = nil
+            }
+            return locator
+        }
+    }
+
+    private func page(_ cursor: Cursor, locator: String, offset: Int) throws -> JSONValue {
+        let end = min(cursor.ids.count, offset + cursor.batchSize)
+        let pageIds = Array(cursor.ids[offset..<end])
+        let rows = try storage.read { db -> [String: Row] in
+            guard !pageIds.isEmpty else { return [:] }
+            var byId: [String: Row] = [:]
+            let placeholders = Array(repeating: "?", count: pageIds.count).joined(separator: ",")
+            for row in try Row.fetchAll(
+                db, sql: "SELECT * FROM records WHERE id IN (\(placeholders))", arguments: StatementArguments(pageIds))
+            {
+                byId[row["id"]] = row
+            }
+            return byId
+        }
+        var records: [JSONValue] = []
+        records.reserveCapacity(pageIds.count)
+        for id in pageIds {
+            // A record deleted since the query started is skipped, as the API does.
+            guard let row = rows[id] else { continue }
+            records.append(.object(try Self.project(try RecordStorage.fullRecord(row), type: cursor.type, fields: cursor.fields)))
+        }
+        stats.served(records.count, type: cursor.type)
+        let done = end >= cursor.ids.count
+        var page: JSONObject = [
+            "totalSize": .int(Int64(cursor.ids.count)), "done": .bool(done), "records": .array(records),
+        ]
+        if !done {
+            page["nextRecordsUrl"] = .string("\(Self.apiPath)/query/\(locator)-\(end)")
+        } else {
+            cursors.withLock { _ = $0.entries.removeValue(forKey: locator) }
+        }
+        return .object(page)
+    }
+
+    /// The selected fields of a record (case-insensitive; unknown fields read as null).
+    static func project(_ record: JSONObject, type: String, fields: [SelectItem]) throws -> JSONObject {
+        var lowered: [String: JSONValue] = [:]
+        for (key, value) in record { lowered[key.lowercased()] = value }
+        var out: JSONObject = [
+            "attributes": .object([
+                "type": .string(type),
+                "url": .string("\(apiPath)/sobjects/\(type)/\(record["Id"]?.stringValue ?? "")"),
+            ])
+        ]
+        for item in fields {
+            guard case .field(let name) = item else { continue }
+            let components = name.split(separator: ".").map { $0.lowercased() }
+            var value: JSONValue? = lowered[components[0]]
+            for component in components.dropFirst() {
+                guard case .object(let nested) = value ?? .null else {
+                    value = nil
+                    break
+                }
+                value = nested.first { $0.key.lowercased() == component }?.value
+            }
+            out[name] = value ?? .null
+        }
+        return out
+    }
+}

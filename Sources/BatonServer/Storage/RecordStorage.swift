@@ -1,0 +1,226 @@
+import BatonJSON
+import GRDB
+import SOQL
+import Synchronization
+
+/// The reference server's records, in SQLite (a file, or memory): one table for every type,
+/// fields as JSON, server-managed fields as columns so time-stamp filters and ordering use an
+/// index.
+final class RecordStorage: Sendable {
+    let queue: DatabaseQueue
+    /// The last time stamp handed out, so every write gets a strictly later one than the last.
+    private let lastTimeStamp = Mutex<Int64>(0)
+
+    /// Fields the server owns; writing them is `INVALID_FIELD_FOR_INSERT_UPDATE`.
+    static let managedFields: Set<String> = ["id", "lastmodifieddate", "systemmodstamp", "createddate"]
+
+    init(path: String?) throws {
+        var configuration = Configuration()
+        configuration.label = "baton.server"
+        queue = try path.map { try DatabaseQueue(path: $0, configuration: configuration) }
+            ?? DatabaseQueue(configuration: configuration)
+        try queue.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE IF NOT EXISTS records (
+                        id TEXT PRIMARY KEY,
+                        type TEXT NOT NULL,
+                        created INTEGER NOT NULL,
+                        lastModified INTEGER NOT NULL,
+                        systemModstamp INTEGER NOT NULL,
+                        fields TEXT NOT NULL
+                    );
+                    CREATE INDEX IF NOT EXISTS records_type_modified ON records(type, lastModified, id);
+                    CREATE TABLE IF NOT EXISTS sequences (type TEXT PRIMARY KEY, next INTEGER NOT NULL);
+                    """)
+        }
+        let newest = try queue.read { db in try Int64.fetchOne(db, sql: "SELECT max(lastModified) FROM records") } ?? 0
+        lastTimeStamp.withLock { $0 = newest }
+    }
+
+    /// A time stamp later than every one handed out before (the wall clock, bumped on ties).
+    func nextTimeStamp() -> Int64 {
+        let now = Int64((ContinuousClockReference.wallMillis()))
+        return lastTimeStamp.withLock { last in
+            last = max(now, last + 1)
+            return last
+        }
+    }
+
+    /// Reserves `count` time stamps: returns the first; the last is first + count - 1.
+    func reserveTimeStamps(_ count: Int) -> Int64 {
+        let now = ContinuousClockReference.wallMillis()
+        return lastTimeStamp.withLock { last in
+            let first = max(now - Int64(count), last + 1)
+            last = first + Int64(max(count, 1)) - 1
+            return first
+        }
+    }
+
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
+        try queue.read(body)
+    }
+
+    func write<T>(_ body: (Database) throws -> T) throws -> T {
+        try queue.write(body)
+    }
+
+    /// Runs `body` in a transaction that commits only when it returns true.
+    func transaction(_ body: (Database) throws -> Bool) throws {
+        try queue.writeWithoutTransaction { db in
+            try db.inTransaction {
+                try body(db) ? .commit : .rollback
+            }
+        }
+    }
+
+    // MARK: - Single-record operations (inside a transaction)
+
+    static func validateWritable(_ fields: JSONObject) throws {
+        for key in fields.keys where managedFields.contains(key.lowercased()) {
+            throw SalesforceError.serverManaged(key)
+        }
+        for key in fields.keys where !isFieldName(key) {
+            throw SalesforceError(status: 400, "INVALID_FIELD", "No such column '\(key.prefix(80))' on entity", fields: [key])
+        }
+    }
+
+    static func isFieldName(_ name: String) -> Bool {
+        guard let first = name.utf8.first, name.utf8.count <= 80 else { return false }
+        guard (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first | 0x20) else { return false }
+        return name.utf8.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                || byte == UInt8(ascii: "_")
+        }
+    }
+
+    static func isTypeName(_ name: String) -> Bool { isFieldName(name) }
+
+    func nextId(_ db: Database, type: String) throws -> String {
+        try db.execute(
+            sql: "INSERT INTO sequences (type, next) VALUES (?, 1) ON CONFLICT(type) DO UPDATE SET next = next + 1",
+            arguments: [type])
+        let sequence = try Int64.fetchOne(db, sql: "SELECT next FROM sequences WHERE type = ?", arguments: [type]) ?? 1
+        return RecordId.make(type: type, sequence: sequence)
+    }
+
+    /// Creates a record; returns its new id.
+    func create(_ db: Database, type: String, fields: JSONObject) throws -> String {
+        try Self.validateWritable(fields)
+        let id = try nextId(db, type: type)
+        let stamp = nextTimeStamp()
+        try db.execute(
+            sql: "INSERT INTO records (id, type, created, lastModified, systemModstamp, fields) VALUES (?, ?, ?, ?, ?, ?)",
+            arguments: [id, type, stamp, stamp, stamp, fields.jsonString])
+        return id
+    }
+
+    /// Merges `fields` into an existing record and bumps its time stamps.
+    func update(_ db: Database, type: String, id: String, fields: JSONObject) throws {
+        try Self.validateWritable(fields)
+        guard let current = try storedFields(db, type: type, id: id) else { throw SalesforceError.notFound() }
+        var merged = current
+        for (key, value) in fields { merged[key] = value }
+        let stamp = nextTimeStamp()
+        try db.execute(
+            sql: "UPDATE records SET fields = ?, lastModified = ?, systemModstamp = ? WHERE id = ?",
+            arguments: [merged.jsonString, stamp, stamp, id])
+    }
+
+    /// Creates or updates the record whose `field` equals `value`.
+    func upsert(_ db: Database, type: String, field: String, value: String, fields: JSONObject) throws -> (
+        id: String, created: Bool
+    ) {
+        guard Self.isFieldName(field), !Self.managedFields.contains(field.lowercased()) || field.lowercased() == "id" else {
+            throw SalesforceError(status: 400, "INVALID_FIELD", "Field \(field.prefix(80)) is not an external id", fields: [field])
+        }
+        var body = fields
+        if let given = body[field], given.stringValue != value {
+            throw SalesforceError(status: 400, "INVALID_FIELD", "The external id in the body does not match the URL", fields: [field])
+        }
+        body[field] = nil
+        if field.lowercased() == "id" {
+            try update(db, type: type, id: value, fields: body)
+            return (value, false)
+        }
+        try ensureIndex(db, field: field)
+        let existing = try String.fetchAll(
+            db,
+            sql: "SELECT id FROM records WHERE type = ? AND json_extract(fields, '$.\(field)') = ? LIMIT 2",
+            arguments: [type, value])
+        if existing.count > 1 {
+            throw SalesforceError(status: 300, "MULTIPLE_CHOICES", "More than one record has this external id", fields: [field])
+        }
+        if let id = existing.first {
+            try update(db, type: type, id: id, fields: body)
+            return (id, false)
+        }
+        body[field] = .string(value)
+        return (try create(db, type: type, fields: body), true)
+    }
+
+    func ensureIndex(_ db: Database, field: String) throws {
+        try db.execute(
+            sql: "CREATE INDEX IF NOT EXISTS records_ext_\(field) ON records(type, json_extract(fields, '$.\(field)'))")
+    }
+
+    /// Deletes a record; `NOT_FOUND` when it is not there (or is of another type).
+    func delete(_ db: Database, type: String?, id: String) throws {
+        if let type {
+            try db.execute(sql: "DELETE FROM records WHERE id = ? AND type = ?", arguments: [id, type])
+        } else {
+            try db.execute(sql: "DELETE FROM records WHERE id = ?", arguments: [id])
+        }
+        guard db.changesCount > 0 else { throw SalesforceError(status: 404, "ENTITY_IS_DELETED", "entity is deleted") }
+    }
+
+    func storedFields(_ db: Database, type: String, id: String) throws -> JSONObject? {
+        guard let text = try String.fetchOne(
+            db, sql: "SELECT fields FROM records WHERE id = ? AND type = ?", arguments: [id, type])
+        else { return nil }
+        return try JSONObject(parsingObject: text)
+    }
+
+    /// The whole record as the API shows it: its fields plus the server-managed ones.
+    func fullRecord(_ db: Database, type: String, id: String) throws -> JSONObject? {
+        guard let row = try Row.fetchOne(
+            db, sql: "SELECT * FROM records WHERE id = ? AND type = ?", arguments: [id, type])
+        else { return nil }
+        return try Self.fullRecord(row)
+    }
+
+    static func fullRecord(_ row: Row) throws -> JSONObject {
+        var record = try JSONObject(parsingObject: row["fields"])
+        record["Id"] = .string(row["id"])
+        record["LastModifiedDate"] = .string(DateTimeLiteral.format(milliseconds: row["lastModified"]))
+        record["SystemModstamp"] = .string(DateTimeLiteral.format(milliseconds: row["systemModstamp"]))
+        record["CreatedDate"] = .string(DateTimeLiteral.format(milliseconds: row["created"]))
+        return record
+    }
+
+    /// Record counts by type.
+    func counts() throws -> [String: Int] {
+        try read { db in
+            var counts: [String: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT type, count(*) AS n FROM records GROUP BY type") {
+                counts[row["type"]] = row["n"]
+            }
+            return counts
+        }
+    }
+}
+
+/// Wall-clock milliseconds without Foundation.
+enum ContinuousClockReference {
+    static func wallMillis() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+    }
+}
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif

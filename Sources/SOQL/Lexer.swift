@@ -1,0 +1,147 @@
+/// One token of a SOQL query.
+struct Token: Sendable, Hashable {
+    enum Kind: Sendable, Hashable {
+        case identifier
+        case keyword
+        case string
+        case number
+        case date
+        case dateTime
+        case symbol
+        case end
+    }
+
+    var kind: Kind
+    /// The text: uppercased for keywords, unescaped for strings, as written otherwise.
+    var text: String
+    /// The raw text as written.
+    var raw: String
+    var position: Int
+}
+
+/// Splits a query into tokens; keywords are case-insensitive.
+struct Lexer {
+    static let keywords: Set<String> = [
+        "SELECT", "FROM", "WHERE", "AND", "OR", "NOT", "LIKE", "IN", "ORDER", "BY", "ASC", "DESC", "NULLS", "FIRST",
+        "LAST", "LIMIT", "OFFSET", "TRUE", "FALSE", "NULL",
+    ]
+
+    static func tokenize(_ text: String) throws -> [Token] {
+        let chars = Array(text)
+        var tokens: [Token] = []
+        var i = 0
+        func isIdentifierStart(_ c: Character) -> Bool { c.isLetter || c == "_" }
+        func isIdentifierPart(_ c: Character) -> Bool { c.isLetter || c.isNumber || c == "_" || c == "." }
+        while i < chars.count {
+            let c = chars[i]
+            if c.isWhitespace {
+                i += 1
+                continue
+            }
+            let start = i
+            if isIdentifierStart(c) {
+                while i < chars.count, isIdentifierPart(chars[i]) { i += 1 }
+                let word = String(chars[start..<i])
+                let upper = word.uppercased()
+                if keywords.contains(upper) {
+                    tokens.append(Token(kind: .keyword, text: upper, raw: word, position: start))
+                } else {
+                    if word.hasSuffix(".") || word.contains("..") {
+                        throw SOQLError(position: start, token: word, message: "invalid field path")
+                    }
+                    tokens.append(Token(kind: .identifier, text: word, raw: word, position: start))
+                }
+                continue
+            }
+            if c == "'" {
+                i += 1
+                var value = ""
+                var closed = false
+                while i < chars.count {
+                    let d = chars[i]
+                    if d == "\\" {
+                        guard i + 1 < chars.count else { break }
+                        let e = chars[i + 1]
+                        switch e {
+                        case "n": value.append("\n")
+                        case "t": value.append("\t")
+                        case "r": value.append("\r")
+                        case "'", "\"", "\\", "%", "_": value.append(e == "%" || e == "_" ? "\\" + String(e) : String(e))
+                        default: throw SOQLError(position: i, token: "\\" + String(e), message: "invalid escape sequence")
+                        }
+                        i += 2
+                        continue
+                    }
+                    if d == "'" {
+                        closed = true
+                        i += 1
+                        break
+                    }
+                    value.append(d)
+                    i += 1
+                }
+                guard closed else {
+                    throw SOQLError(position: start, token: String(chars[start..<min(chars.count, start + 20)]), message: "unterminated string")
+                }
+                tokens.append(Token(kind: .string, text: value, raw: String(chars[start..<i]), position: start))
+                continue
+            }
+            if c.isNumber || (c == "-" && i + 1 < chars.count && chars[i + 1].isNumber) {
+                if let token = try lexDateOrNumber(chars, &i) {
+                    tokens.append(token)
+                    continue
+                }
+            }
+            let two = i + 1 < chars.count ? String(chars[i...i + 1]) : ""
+            if ["<=", ">=", "!=", "<>"].contains(two) {
+                tokens.append(Token(kind: .symbol, text: two == "<>" ? "!=" : two, raw: two, position: start))
+                i += 2
+                continue
+            }
+            if "=<>(),".contains(c) {
+                tokens.append(Token(kind: .symbol, text: String(c), raw: String(c), position: start))
+                i += 1
+                continue
+            }
+            throw SOQLError(position: start, token: String(c), message: "unexpected character")
+        }
+        tokens.append(Token(kind: .end, text: "", raw: "end of query", position: chars.count))
+        return tokens
+    }
+
+    /// A date (`2024-01-31`), a date-time (`2024-01-31T10:00:00.000+0000`) or a number.
+    static func lexDateOrNumber(_ chars: [Character], _ i: inout Int) throws -> Token? {
+        let start = i
+        func digits(_ count: Int, at index: Int) -> Bool {
+            guard index + count <= chars.count else { return false }
+            return chars[index..<index + count].allSatisfy { $0.isASCII && $0.isNumber }
+        }
+        if digits(4, at: i), i + 4 < chars.count, chars[i + 4] == "-", digits(2, at: i + 5), i + 7 < chars.count,
+            chars[i + 7] == "-", digits(2, at: i + 8)
+        {
+            i += 10
+            if i < chars.count, chars[i] == "T" {
+                i += 1
+                while i < chars.count, chars[i].isASCII, chars[i].isNumber || ":.+-Z".contains(chars[i]) { i += 1 }
+                let text = String(chars[start..<i])
+                guard DateTimeLiteral.milliseconds(text) != nil else {
+                    throw SOQLError(position: start, token: text, message: "invalid date-time literal")
+                }
+                return Token(kind: .dateTime, text: text, raw: text, position: start)
+            }
+            let text = String(chars[start..<i])
+            return Token(kind: .date, text: text, raw: text, position: start)
+        }
+        if chars[i] == "-" { i += 1 }
+        while i < chars.count, chars[i].isASCII, chars[i].isNumber { i += 1 }
+        if i < chars.count, chars[i] == ".", i + 1 < chars.count, chars[i + 1].isNumber {
+            i += 1
+            while i < chars.count, chars[i].isASCII, chars[i].isNumber { i += 1 }
+        }
+        if i < chars.count, chars[i].isLetter {
+            throw SOQLError(position: start, token: String(chars[start...i]), message: "invalid number")
+        }
+        let text = String(chars[start..<i])
+        return Token(kind: .number, text: text, raw: text, position: start)
+    }
+}

@@ -1,0 +1,85 @@
+import ArgumentParser
+import BatonServer
+import BatonStore
+import Logging
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the reference REST server (the Salesforce REST subset Mobile Sync uses).",
+        discussion: """
+            Serves /services/data/v60.0 (query, sobjects, composite/sobjects) and /admin (seed, \
+            touch, delete, stats, faults) with bearer-token auth. Stops on Ctrl-C or SIGTERM.
+            """
+    )
+
+    @Option(help: "Address to listen on.") var host = "127.0.0.1"
+    @Option(help: "Port to listen on; 0 picks a free one.") var port = 0
+    @Option(help: "Bearer token clients must send; generated when omitted.") var token: String?
+    @Option(name: .customLong("seed"), help: "Seed records as TYPE=COUNT[:TIMESTAMPS] (fewer time stamps than records makes ties).")
+    var seeds: [String] = []
+    @Option(help: "SQLite file for the server's records; in memory when omitted.") var data: String?
+    @Flag(help: "Print {\"url\",\"token\"} as the first stdout line.") var json = false
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        if let token, token.isEmpty || token.contains(where: { $0.isWhitespace }) {
+            throw ValidationError("--token must be non-empty and contain no spaces")
+        }
+        _ = try seeds.map(Seed.init(parsing:))
+    }
+
+    func run() async throws {
+        let token = self.token ?? Self.generateToken()
+        let server: ReferenceServer
+        do {
+            server = try ReferenceServer(
+                configuration: .init(host: host, port: port, token: token, dataPath: data), logger: Logger(label: "baton.serve"))
+            for seed in try seeds.map(Seed.init(parsing:)) {
+                try server.seed(type: seed.type, count: seed.count, timeStamps: seed.timeStamps)
+            }
+        } catch let error as SalesforceError {
+            throw CLIError(message: "\(error.errorCode): \(error.message)")
+        }
+        let asJSON = json
+        let seedText = seeds.joined(separator: ", ")
+        try await server.run { url in
+            if asJSON {
+                CLIOutput.json(["url": .string(url), "token": .string(token)])
+            } else {
+                CLIOutput.line("baton reference server listening on \(url)")
+                CLIOutput.line("token: \(token)")
+                if !seedText.isEmpty { CLIOutput.line("seeded: \(seedText)") }
+                CLIOutput.line("try: curl -H 'Authorization: Bearer \(token)' '\(url)/services/data/v60.0/query?q=SELECT+Id,Name+FROM+Account+LIMIT+5'")
+            }
+        }
+    }
+
+    static func generateToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<4).map { _ in
+            let value = generator.next() as UInt64
+            let hex = String(value, radix: 16)
+            return String(repeating: "0", count: 16 - hex.count) + hex
+        }.joined()
+    }
+
+    struct Seed {
+        var type: String
+        var count: Int
+        var timeStamps: Int?
+
+        init(parsing text: String) throws {
+            let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+            let numbers = parts.count == 2 ? parts[1].split(separator: ":").map { Int($0) } : []
+            guard parts.count == 2, !parts[0].isEmpty, let count = numbers.first ?? nil, count >= 0,
+                numbers.count <= 2, numbers.allSatisfy({ $0 != nil && $0! > 0 || $0 == 0 })
+            else {
+                throw ValidationError("--seed takes TYPE=COUNT[:TIMESTAMPS], e.g. Account=1000 or Account=100:3; got '\(text)'")
+            }
+            type = parts[0]
+            self.count = count
+            timeStamps = numbers.count == 2 ? numbers[1] : nil
+        }
+    }
+}
