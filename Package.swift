@@ -70,7 +70,7 @@ let package = Package(
         .testTarget(name: "BatonServerTests", dependencies: ["BatonServer", "BatonREST"]),
         .testTarget(name: "BatonRESTTests", dependencies: ["BatonREST", "BatonServer"]),
         .testTarget(name: "BatonSyncTests", dependencies: ["BatonSync", "BatonREST", "BatonServer"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["BatonStore"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["BatonStore", "BatonREST"]),
     ],
     swiftLanguageModes: [.v6]
 )

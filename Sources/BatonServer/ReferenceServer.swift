@@ -59,6 +59,15 @@ public struct ReferenceServer: Sendable {
         faults.settings = settings
     }
 
+    /// Requests received so far, including ones still being handled.
+    public var requestCount: Int { stats.requests }
+
+    /// Returns once the server has received `count` requests in all (for tests that must act
+    /// while a request is in flight).
+    public func waitForRequests(_ count: Int) async {
+        await stats.waitForRequests(count)
+    }
+
     /// Serves until the task is cancelled. `onListening` gets the base URL once bound.
     public func run(onListening: @escaping @Sendable (String) async -> Void = { _ in }) async throws {
         let router = Router()

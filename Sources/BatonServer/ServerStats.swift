@@ -7,12 +7,35 @@ final class ServerStats: Sendable {
         var requests = 0
         var recordsServed: [String: Int] = [:]
         var faults: [String: Int] = [:]
+        var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     private let counts = Mutex(Counts())
 
     func request() {
-        counts.withLock { $0.requests += 1 }
+        let ready = counts.withLock { counts -> [CheckedContinuation<Void, Never>] in
+            counts.requests += 1
+            let total = counts.requests
+            let ready = counts.waiters.filter { $0.count <= total }.map(\.continuation)
+            counts.waiters.removeAll { $0.count <= total }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
+    }
+
+    /// Requests received so far (counted before handling, so a held request counts).
+    var requests: Int { counts.withLock { $0.requests } }
+
+    /// Returns once `count` requests have been received in all.
+    func waitForRequests(_ count: Int) async {
+        await withCheckedContinuation { continuation in
+            let ready = counts.withLock { counts -> Bool in
+                if counts.requests >= count { return true }
+                counts.waiters.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
     }
 
     func served(_ count: Int, type: String) {
@@ -24,7 +47,11 @@ final class ServerStats: Sendable {
     }
 
     func reset() {
-        counts.withLock { $0 = Counts() }
+        counts.withLock { counts in
+            counts.requests = 0
+            counts.recordsServed = [:]
+            counts.faults = [:]
+        }
     }
 
     var json: JSONObject {

@@ -1,0 +1,155 @@
+import AsyncHTTPClient
+import BatonJSON
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// A client for the Salesforce REST subset Mobile Sync uses (and the reference server's admin
+/// routes): bearer token, timeouts, bounded retries with backoff on idempotent calls, and prompt
+/// cancellation — cancelling the calling task cancels the HTTP request in flight.
+///
+/// ```swift
+/// let client = RESTClient(baseURL: "http://127.0.0.1:8080", token: token)
+/// for try await page in client.query("SELECT Id, Name FROM Account") { print(page.records.count) }
+/// ```
+public struct RESTClient: Sendable {
+    /// How failed idempotent calls are retried.
+    public struct RetryPolicy: Sendable, Hashable {
+        /// Attempts in all, including the first.
+        public var maxAttempts: Int
+        /// Delay before the first retry; doubles each time.
+        public var initialBackoff: Duration
+
+        public init(maxAttempts: Int = 4, initialBackoff: Duration = .milliseconds(100)) {
+            self.maxAttempts = max(1, maxAttempts)
+            self.initialBackoff = initialBackoff
+        }
+
+        /// No retries.
+        public static let none = RetryPolicy(maxAttempts: 1)
+    }
+
+    /// `http://host:port`, without the API path.
+    public let baseURL: String
+    let token: String
+    /// Per-request timeout.
+    public var timeout: Duration
+    public var retry: RetryPolicy
+    /// The API version path.
+    public var apiPath = "/services/data/v60.0"
+    let http: HTTPClient
+    let logger: Logger
+
+    public init(
+        baseURL: String, token: String, timeout: Duration = .seconds(30), retry: RetryPolicy = RetryPolicy(),
+        httpClient: HTTPClient = .shared, logger: Logger = Logger(label: "baton.rest")
+    ) {
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.token = token
+        self.timeout = timeout
+        self.retry = retry
+        self.http = httpClient
+        self.logger = logger
+    }
+
+    /// One HTTP exchange: status and parsed JSON body (`.null` when empty).
+    public struct Reply: Sendable {
+        public var status: Int
+        public var body: JSONValue
+    }
+
+    /// Sends a request to `path` (absolute on the server, e.g. `/services/data/v60.0/query?q=…`).
+    ///
+    /// - Parameter idempotent: retried on connection errors and 5xx when true.
+    /// - Throws: ``RESTError``; status ≥ 400 becomes `.server` with the Salesforce error code.
+    public func send(
+        _ method: HTTPMethod, _ path: String, body: JSONValue? = nil, headers: [(String, String)] = [], idempotent: Bool
+    ) async throws -> Reply {
+        var attempt = 1
+        var backoff = retry.initialBackoff
+        while true {
+            do {
+                return try await sendOnce(method, path, body: body, headers: headers)
+            } catch let error as RESTError where idempotent && error.isRetryable && attempt < retry.maxAttempts {
+                logger.debug(
+                    "retrying REST call",
+                    metadata: ["baton.path": "\(Self.redacted(path))", "baton.attempt": "\(attempt)", "baton.error": "\(error)"])
+                attempt += 1
+                do {
+                    try await Task.sleep(for: backoff)
+                } catch {
+                    throw RESTError(.cancelled, "cancelled while waiting to retry")
+                }
+                backoff *= 2
+            }
+        }
+    }
+
+    func sendOnce(_ method: HTTPMethod, _ path: String, body: JSONValue?, headers: [(String, String)]) async throws -> Reply {
+        if Task.isCancelled { throw RESTError(.cancelled, "cancelled before sending") }
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        request.headers.add(name: "Accept", value: "application/json")
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: body.jsonString))
+        }
+        let timeoutNanos = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+        let status: Int
+        let buffer: ByteBuffer
+        do {
+            let response = try await http.execute(request, timeout: .nanoseconds(timeoutNanos), logger: logger)
+            status = Int(response.status.code)
+            buffer = try await response.body.collect(upTo: 64 * 1024 * 1024)
+        } catch {
+            throw Self.classify(error, method: method, path: path)
+        }
+        let parsed: JSONValue
+        if buffer.readableBytes == 0 {
+            parsed = .null
+        } else {
+            do {
+                parsed = try JSONValue(parsing: buffer.readableBytesView)
+            } catch {
+                throw RESTError(.malformedResponse, "\(method) \(Self.redacted(path)): response is not JSON (HTTP \(status))")
+            }
+        }
+        guard status < 400 else {
+            let first = parsed.arrayValue?.first
+            let code = first?.value(atPath: "errorCode")?.stringValue ?? "HTTP_\(status)"
+            let message = first?.value(atPath: "message")?.stringValue ?? "HTTP \(status)"
+            throw RESTError(.server(status: status, errorCode: code), message)
+        }
+        return Reply(status: status, body: parsed)
+    }
+
+    static func classify(_ error: any Error, method: HTTPMethod, path: String) -> RESTError {
+        let what = "\(method) \(redacted(path))"
+        if error is CancellationError || Task.isCancelled {
+            return RESTError(.cancelled, "\(what): cancelled")
+        }
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .cancelled: return RESTError(.cancelled, "\(what): cancelled")
+            case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout:
+                return RESTError(.timeout, "\(what): no response in time")
+            default: return RESTError(.transport, "\(what): \(error)")
+            }
+        }
+        return RESTError(.transport, "\(what): \(error)")
+    }
+
+    /// The path without its query string, for logs and errors (a query may hold record data).
+    static func redacted(_ path: String) -> String {
+        path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
+    }
+
+    static func encode(_ component: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return component.addingPercentEncoding(withAllowedCharacters: allowed) ?? component
+    }
+}

@@ -1,0 +1,21 @@
+import BatonREST
+import BatonServer
+import Logging
+
+/// Runs `body` against a fresh reference server on 127.0.0.1, port 0, and stops it after.
+@discardableResult
+func withLiveServer<T>(
+    retry: RESTClient.RetryPolicy = .none, timeout: Duration = .seconds(30),
+    _ body: (RunningServer, RESTClient) async throws -> T
+) async throws -> T {
+    let server = try await ReferenceServer.start(.init(token: "test-token-\(UInt32.random(in: 0...UInt32.max))"))
+    let client = RESTClient(baseURL: server.url, token: server.token, timeout: timeout, retry: retry)
+    do {
+        let result = try await body(server, client)
+        await server.stop()
+        return result
+    } catch {
+        await server.stop()
+        throw error
+    }
+}

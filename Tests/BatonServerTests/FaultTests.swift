@@ -1,0 +1,73 @@
+import BatonJSON
+import BatonREST
+import BatonServer
+import Testing
+
+@Suite("Server fault injection, as the client sees it")
+struct FaultTests {
+    @Test("an injected error is a 503 SERVER_UNAVAILABLE")
+    func error() async throws {
+        try await withLiveServer { _, client in
+            try await client.adminSetFaults(["failNext": 1])
+            await #expect {
+                try await client.queryFirstPage("SELECT Id FROM Account")
+            } throws: { error in
+                let error = error as? RESTError
+                return error?.status == 503 && error?.errorCode == "SERVER_UNAVAILABLE"
+            }
+            #expect(try await client.queryFirstPage("SELECT Id FROM Account").totalSize == 0)
+        }
+    }
+
+    @Test("a connection dropped mid-response is a transport error")
+    func droppedConnection() async throws {
+        try await withLiveServer { _, client in
+            try await client.adminSeed(type: "Account", count: 5)
+            try await client.adminSetFaults(["dropConnectionNext": 1])
+            await #expect {
+                try await client.queryFirstPage("SELECT Id FROM Account")
+            } throws: { error in
+                guard let error = error as? RESTError else { return false }
+                return error.kind == .transport || error.kind == .malformedResponse
+            }
+        }
+    }
+
+    @Test("a response dropped after commit loses the answer but keeps the write")
+    func droppedAfterCommit() async throws {
+        try await withLiveServer { _, client in
+            try await client.adminSetFaults(["dropAfterCommitNext": 1])
+            await #expect {
+                try await client.upsert(type: "Account", field: "Ext__c", value: "k1", fields: ["Name": "n"])
+            } throws: { error in
+                guard let error = error as? RESTError else { return false }
+                return error.kind == .transport || error.kind == .malformedResponse
+            }
+            let page = try await client.queryFirstPage("SELECT Id FROM Account WHERE Ext__c = 'k1'")
+            #expect(page.totalSize == 1)
+        }
+    }
+
+    @Test("added latency past the client's timeout is a timeout")
+    func latency() async throws {
+        try await withLiveServer(timeout: .milliseconds(300)) { _, client in
+            try await client.adminSetFaults(["latencyMs": 3000])
+            await #expect {
+                try await client.queryFirstPage("SELECT Id FROM Account")
+            } throws: { ($0 as? RESTError)?.kind == .timeout }
+        }
+    }
+
+    @Test("the stats count injected faults and served records")
+    func stats() async throws {
+        try await withLiveServer { _, client in
+            try await client.adminSeed(type: "Account", count: 12)
+            _ = try await client.queryFirstPage("SELECT Id FROM Account", batchSize: 5)
+            try await client.adminSetFaults(["failNext": 1])
+            _ = try? await client.queryFirstPage("SELECT Id FROM Account")
+            let stats = try await client.adminStats()
+            #expect(stats.value(atPath: "recordsServed.Account") == 5)
+            #expect(stats.value(atPath: "faultsInjected.error") == 1)
+        }
+    }
+}
