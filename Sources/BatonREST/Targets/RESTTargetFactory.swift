@@ -1,0 +1,34 @@
+import BatonStore
+import BatonSync
+
+/// Rebuilds SOQL sync down and REST sync up targets from their persisted JSON, bound to one
+/// client (one server and token), so any process can resume any sync.
+public struct RESTTargetFactory: SyncTargetFactory {
+    public let client: RESTClient
+
+    public init(client: RESTClient) {
+        self.client = client
+    }
+
+    public func syncDownTarget(from json: JSONObject) throws -> any SyncDownTarget {
+        guard json["type"]?.stringValue == "soql", let query = json["query"]?.stringValue else {
+            throw SyncError(.invalidTarget, "unknown sync down target type '\(json["type"]?.stringValue ?? "none")'")
+        }
+        return try SoqlSyncDownTarget(
+            client: client, query: query, batchSize: json["batchSize"]?.intValue.map(Int.init),
+            idFieldName: json["idFieldName"]?.stringValue ?? "Id",
+            modificationDateFieldName: json["modificationDateFieldName"]?.stringValue ?? "LastModifiedDate")
+    }
+
+    public func syncUpTarget(from json: JSONObject) throws -> any SyncUpTarget {
+        guard json["type"]?.stringValue == "rest", let objectType = json["objectType"]?.stringValue else {
+            throw SyncError(.invalidTarget, "unknown sync up target type '\(json["type"]?.stringValue ?? "none")'")
+        }
+        return try RESTSyncUpTarget(
+            client: client, objectType: objectType,
+            externalIdFieldName: json["externalIdFieldName"]?.stringValue ?? "BatonExternalId__c",
+            batchSize: json["batchSize"]?.intValue.map(Int.init) ?? 200,
+            idFieldName: json["idFieldName"]?.stringValue ?? "Id",
+            modificationDateFieldName: json["modificationDateFieldName"]?.stringValue ?? "LastModifiedDate")
+    }
+}

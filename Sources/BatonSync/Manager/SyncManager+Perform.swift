@@ -1,0 +1,49 @@
+import BatonStore
+
+extension SyncManager {
+    /// Runs one job inside its own task (so a stop can cancel its request in flight) and
+    /// persists how it ended.
+    func perform(_ job: Job) async {
+        switch job.kind {
+        case .cleanGhosts(let continuation):
+            do {
+                continuation.resume(returning: try await cleanGhosts(syncId: job.syncId))
+            } catch {
+                if isInterruption(error, syncId: job.syncId) {
+                    continuation.resume(
+                        throwing: SyncError(.ghostCleaningStopped, "clean resync ghosts was stopped; nothing was deleted"))
+                } else {
+                    continuation.resume(throwing: error)
+                }
+            }
+            cancelRequested.remove(job.syncId)
+        case .run(let inclusive):
+            guard var state = try? SyncState.byId(job.syncId, store: store) else {
+                resumeSyncWaiters(job.syncId, nil)
+                return
+            }
+            do {
+                try checkpoint(state.id)
+                switch state.type {
+                case .syncDown: try await runSyncDown(&state, inclusive: inclusive, onUpdate: job.onUpdate)
+                case .syncUp: try await runSyncUp(&state, onUpdate: job.onUpdate)
+                }
+                state.status = .done
+                state.progress = 100
+            } catch {
+                if isInterruption(error, syncId: state.id) {
+                    state.status = .stopped
+                } else {
+                    state.status = .failed
+                    state.error = String(describing: error)
+                    logger.warning(
+                        "sync failed", metadata: ["baton.sync": "\(state.id)", "baton.error": "\(state.error ?? "")"])
+                }
+            }
+            state.endTime = Clock.nowMillis()
+            cancelRequested.remove(state.id)
+            // Waiters resume in `execute`, once this job is no longer current.
+            persistFinal(state, onUpdate: job.onUpdate)
+        }
+    }
+}

@@ -1,0 +1,141 @@
+import BatonStore
+
+extension SyncManager {
+    /// Creates a sync down and submits it: returns its state, `running`, at once.
+    ///
+    /// The soup is registered (with an index on the target's id field) if it is missing.
+    ///
+    /// - Throws: `notAcceptingSyncs` while stopping/stopped; `StoreError.duplicateSyncName` when
+    ///   the name is taken.
+    @discardableResult
+    public func syncDown(
+        target: any SyncDownTarget, options: SyncOptions = SyncOptions(), soupName: String, name: String? = nil,
+        onUpdate: SyncUpdateBlock? = nil
+    ) async throws -> SyncState {
+        try requireAccepting("syncDown")
+        let created = try await createSync(
+            type: .syncDown, targetJSON: target.json, idField: target.idFieldName, options: options, soupName: soupName,
+            name: name, onUpdate: onUpdate)
+        return try await submit(created, onUpdate: onUpdate)
+    }
+
+    /// Creates a sync up and submits it: returns its state, `running`, at once.
+    @discardableResult
+    public func syncUp(
+        target: any SyncUpTarget, options: SyncOptions = SyncOptions(), soupName: String, name: String? = nil,
+        onUpdate: SyncUpdateBlock? = nil
+    ) async throws -> SyncState {
+        try requireAccepting("syncUp")
+        let created = try await createSync(
+            type: .syncUp, targetJSON: target.json, idField: target.idFieldName, options: options, soupName: soupName,
+            name: name, onUpdate: onUpdate)
+        return try await submit(created, onUpdate: onUpdate)
+    }
+
+    /// Creates a sync down without running it (status `new`); the first ``reSync(id:onUpdate:)`` runs it.
+    @discardableResult
+    public func createSyncDown(
+        target: any SyncDownTarget, options: SyncOptions = SyncOptions(), soupName: String, name: String? = nil
+    ) async throws -> SyncState {
+        try await createSync(
+            type: .syncDown, targetJSON: target.json, idField: target.idFieldName, options: options, soupName: soupName,
+            name: name, onUpdate: nil)
+    }
+
+    /// Creates a sync up without running it (status `new`).
+    @discardableResult
+    public func createSyncUp(
+        target: any SyncUpTarget, options: SyncOptions = SyncOptions(), soupName: String, name: String? = nil
+    ) async throws -> SyncState {
+        try await createSync(
+            type: .syncUp, targetJSON: target.json, idField: target.idFieldName, options: options, soupName: soupName,
+            name: name, onUpdate: nil)
+    }
+
+    /// Runs a sync again: after `done` it fetches only what changed since `maxTimeStamp`; after
+    /// `stopped` (or `failed`) it resumes at `maxTimeStamp` inclusive, since records sharing a
+    /// time stamp may span pages. A `new` sync runs from the start.
+    ///
+    /// - Throws: `alreadyRunning` for a running sync, `unknownSync`, `notAcceptingSyncs`.
+    @discardableResult
+    public func reSync(id: Int64, onUpdate: SyncUpdateBlock? = nil) async throws -> SyncState {
+        try requireAccepting("reSync")
+        guard let state = try SyncState.byId(id, store: store) else {
+            throw SyncError(.unknownSync, "no sync with id \(id)")
+        }
+        return try await submit(state, onUpdate: onUpdate)
+    }
+
+    /// ``reSync(id:onUpdate:)`` by name.
+    @discardableResult
+    public func reSync(name: String, onUpdate: SyncUpdateBlock? = nil) async throws -> SyncState {
+        try requireAccepting("reSync")
+        guard let state = try SyncState.byName(name, store: store) else {
+            throw SyncError(.unknownSync, "no sync named '\(name)'")
+        }
+        return try await submit(state, onUpdate: onUpdate)
+    }
+
+    /// Deletes the local records of a sync down that its query no longer matches on the server
+    /// (ghosts), sparing locally modified ones. Queued behind running syncs; returns the number
+    /// deleted.
+    ///
+    /// - Throws: `ghostCleaningStopped` when a stop arrives (nothing is deleted then),
+    ///   `wrongSyncType` for a sync up.
+    public func cleanResyncGhosts(id: Int64) async throws -> Int {
+        try requireAccepting("cleanResyncGhosts")
+        guard let state = try SyncState.byId(id, store: store) else {
+            throw SyncError(.unknownSync, "no sync with id \(id)")
+        }
+        guard state.type == .syncDown else {
+            throw SyncError(.wrongSyncType, "clean resync ghosts applies to sync downs; sync \(id) is a sync up")
+        }
+        return try await withCheckedThrowingContinuation { continuation in
+            enqueue(Job(syncId: id, kind: .cleanGhosts(continuation), onUpdate: nil))
+        }
+    }
+
+    func createSync(
+        type: SyncType, targetJSON: JSONObject, idField: String, options: SyncOptions, soupName: String, name: String?,
+        onUpdate: SyncUpdateBlock?
+    ) async throws -> SyncState {
+        if let name { try Names.validate(name, what: "sync name") }
+        try Names.validate(soupName, what: "soup name")
+        let fresh = SyncState(name: name, type: type, target: targetJSON, options: options, soupName: soupName)
+        let row = fresh.row
+        let epoch = fencingEpoch
+        let inserted = try await store.write(fencedBy: epoch) { transaction in
+            try transaction.registerSoup(soupName, indexSpecs: [IndexSpec(path: idField, type: .string)])
+            return try transaction.insertSyncState(row)
+        }
+        var created = fresh
+        created.id = inserted.id
+        notify(created, onUpdate: onUpdate)
+        return created
+    }
+
+    /// `new`/`stopped`/`failed`/`done` → `running`, persisted, then queued.
+    func submit(_ state: SyncState, onUpdate: SyncUpdateBlock?) async throws -> SyncState {
+        guard state.status != .running, !isQueuedOrRunning(state.id) else {
+            throw SyncError(.alreadyRunning, "sync \(state.name ?? String(state.id)) is already running")
+        }
+        let inclusive = state.status == .stopped || state.status == .failed
+        var running = state
+        running.status = .running
+        running.progress = 0
+        running.totalSize = -1
+        running.error = nil
+        running.startTime = Clock.nowMillis()
+        running.endTime = nil
+        cancelRequested.remove(state.id)
+        try await persist(running, onUpdate: onUpdate)
+        // A stop may have arrived while persisting: then the sync is stopped, not queued.
+        guard machine.state == .acceptingSyncs else {
+            running.status = .stopped
+            persistFinal(running, onUpdate: onUpdate)
+            return running
+        }
+        enqueue(Job(syncId: state.id, kind: .run(inclusive: inclusive), onUpdate: onUpdate))
+        return running
+    }
+}

@@ -1,0 +1,92 @@
+import BatonStore
+
+extension SyncManager {
+    /// Fetches page by page; each page is saved with the sync's progress (and, when sorted, its
+    /// maxTimeStamp) in one short write transaction, so a stop or a kill loses at most the page
+    /// in flight.
+    func runSyncDown(_ state: inout SyncState, inclusive: Bool, onUpdate: SyncUpdateBlock?) async throws {
+        let target = try factory.syncDownTarget(from: state.target)
+        let sorted = target.isSyncDownSortedByLatestModification()
+        try checkpoint(state.id)
+        var page = try await target.startFetch(maxTimeStamp: state.maxTimeStamp, inclusive: inclusive)
+        state.totalSize = page.totalSize
+        var fetched = 0
+        var newest = state.maxTimeStamp
+        while true {
+            try checkpoint(state.id)
+            fetched += page.records.count
+            for record in page.records {
+                if let stamp = target.modificationTimeStamp(of: record), stamp > newest { newest = stamp }
+            }
+            if sorted { state.maxTimeStamp = newest }
+            state.progress = state.totalSize > 0 ? min(100, fetched * 100 / state.totalSize) : 0
+            try await savePage(page.records, state: state, idField: target.idFieldName)
+            notify(state, onUpdate: onUpdate)
+            try checkpoint(state.id)
+            guard let next = try await target.continueFetch(after: page) else { break }
+            page = next
+        }
+        // Unsorted fetches may deliver an old record last, so only a complete run may move
+        // maxTimeStamp.
+        state.maxTimeStamp = max(state.maxTimeStamp, newest)
+    }
+
+    /// Upserts a page by server id (clearing local flags, stamping the sync id) and saves the
+    /// sync's state, in one fenced transaction. Under `leaveIfChanged`, locally modified records
+    /// are left alone.
+    func savePage(_ records: [JSONObject], state: SyncState, idField: String) async throws {
+        let row = state.row
+        let soup = state.soupName
+        let syncId = state.id
+        let leaveIfChanged = state.mergeMode == .leaveIfChanged
+        let epoch = fencingEpoch
+        try await store.write(fencedBy: epoch) { transaction in
+            for record in records {
+                guard let serverId = record[idField], !serverId.isNull else { continue }
+                if leaveIfChanged, let existing = try transaction.entry(where: idField, equals: serverId, in: soup),
+                    LocalFlags.isDirty(existing.record)
+                {
+                    continue
+                }
+                try transaction.upsert(LocalFlags.clean(record, syncId: syncId), into: soup, externalIdPath: idField)
+            }
+            try transaction.updateSyncState(row)
+        }
+    }
+
+    /// Fetches every remote id of the target's query (checking for a stop on every page), then
+    /// deletes, in one transaction, the sync's unmodified local records not among them.
+    func cleanGhosts(syncId: Int64) async throws -> Int {
+        guard let state = try SyncState.byId(syncId, store: store) else {
+            throw SyncError(.unknownSync, "no sync with id \(syncId)")
+        }
+        let target = try factory.syncDownTarget(from: state.target)
+        var remote = Set<String>()
+        try checkpoint(syncId)
+        var page = try await target.startRemoteIdFetch()
+        while true {
+            try checkpoint(syncId)
+            remote.formUnion(page.ids)
+            guard let next = try await target.continueRemoteIdFetch(after: page) else { break }
+            page = next
+        }
+        try checkpoint(syncId)
+        let remoteIds = remote
+        let soup = state.soupName
+        let idField = target.idFieldName
+        let epoch = fencingEpoch
+        let deleted = try await store.write(fencedBy: epoch) { transaction -> Int in
+            var ghosts: [Int64] = []
+            try transaction.forEachPage(of: SoupQuery(where: [.exact(LocalFlags.syncId, .int(syncId))]), in: soup) { entries in
+                for entry in entries where !LocalFlags.isDirty(entry.record) {
+                    guard let id = entry.record[idField]?.stringValue, !remoteIds.contains(id) else { continue }
+                    ghosts.append(entry.entryId)
+                }
+                return true
+            }
+            return try transaction.delete(entryIds: ghosts, from: soup)
+        }
+        logger.info("cleaned resync ghosts", metadata: ["baton.sync": "\(syncId)", "baton.deleted": "\(deleted)"])
+        return deleted
+    }
+}

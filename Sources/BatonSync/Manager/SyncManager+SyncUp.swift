@@ -1,0 +1,172 @@
+import BatonStore
+import Foundation
+
+extension SyncManager {
+    /// Server-managed fields never sent up.
+    static let serverFields: Set<String> = ["Id", "LastModifiedDate", "SystemModstamp", "CreatedDate", "attributes"]
+
+    /// Sends the soup's local changes batch by batch, checking for a stop before each batch.
+    /// Creates go as upserts on a client-generated external id (saved locally first), so a
+    /// crash between the server's create and the local update never makes a duplicate. A record
+    /// the server refuses keeps its flags and gets `__last_error__`; the sync still ends `done`.
+    func runSyncUp(_ state: inout SyncState, onUpdate: SyncUpdateBlock?) async throws {
+        let target = try factory.syncUpTarget(from: state.target)
+        let soup = state.soupName
+        let dirtyIds = try await store.read { try $0.dirtyEntryIds(in: soup) }
+        state.totalSize = dirtyIds.count
+        state.progress = 0
+        try await persist(state, onUpdate: onUpdate)
+        var processed = 0
+        var start = 0
+        while start < dirtyIds.count {
+            try checkpoint(state.id)
+            let batch = Array(dirtyIds[start..<min(dirtyIds.count, start + max(1, target.batchSize))])
+            start += batch.count
+            try await syncUpBatch(batch, state: state, target: target)
+            processed += batch.count
+            state.progress = processed * 100 / max(1, dirtyIds.count)
+            try await persist(state, onUpdate: onUpdate)
+        }
+    }
+
+    func syncUpBatch(_ entryIds: [Int64], state: SyncState, target: any SyncUpTarget) async throws {
+        let soup = state.soupName
+        let idField = target.idFieldName
+        let extField = target.externalIdFieldName
+        let fieldlist = state.options.fieldlist
+        let epoch = fencingEpoch
+
+        // 1. Classify; give new records their external id and drop created-then-deleted ones,
+        //    locally and durably, before anything reaches the server.
+        let changes = try await store.write(fencedBy: epoch) { transaction -> [LocalChange] in
+            var changes: [LocalChange] = []
+            var neverSent: [Int64] = []
+            for entryId in entryIds {
+                guard let entry = try transaction.entry(entryId, in: soup), LocalFlags.isDirty(entry.record) else { continue }
+                var record = entry.record
+                let serverId = record[idField]?.stringValue
+                if LocalFlags.isDeleted(record) {
+                    if serverId == nil || LocalFlags.isCreated(record) {
+                        neverSent.append(entryId)
+                    } else {
+                        changes.append(LocalChange(entryId: entryId, kind: .delete, serverId: serverId, fields: [:]))
+                    }
+                    continue
+                }
+                if LocalFlags.isCreated(record) || serverId == nil {
+                    if record[extField]?.stringValue == nil {
+                        record[extField] = .string(UUID().uuidString)
+                        try transaction.upsert(record, into: soup, entryId: entryId)
+                    }
+                    changes.append(
+                        LocalChange(entryId: entryId, kind: .create, serverId: nil, fields: Self.outgoing(record, fieldlist, extField)))
+                } else {
+                    changes.append(
+                        LocalChange(entryId: entryId, kind: .update, serverId: serverId, fields: Self.outgoing(record, fieldlist, nil)))
+                }
+            }
+            try transaction.delete(entryIds: neverSent, from: soup)
+            return changes
+        }
+        guard !changes.isEmpty else { return }
+
+        // 2. leaveIfChanged: skip records changed on the server since they were fetched.
+        var toSend = changes
+        var serverGone: Set<Int64> = []
+        if state.mergeMode == .leaveIfChanged {
+            let ids = changes.compactMap(\.serverId)
+            let serverStamps = ids.isEmpty ? [:] : try await target.fetchModificationTimeStamps(ids: ids)
+            let localStamps = try await store.read { reader -> [Int64: Int64] in
+                var stamps: [Int64: Int64] = [:]
+                for change in changes where change.serverId != nil {
+                    if let record = try reader.entry(change.entryId, in: soup)?.record,
+                        let stamp = target.modificationTimeStamp(of: record)
+                    {
+                        stamps[change.entryId] = stamp
+                    }
+                }
+                return stamps
+            }
+            toSend = changes.filter { change in
+                guard let serverId = change.serverId else { return true }
+                guard let serverStamp = serverStamps[serverId] else {
+                    serverGone.insert(change.entryId)
+                    return change.kind == .delete
+                }
+                return serverStamp <= (localStamps[change.entryId] ?? Int64.max)
+            }
+        }
+        try checkpoint(state.id)
+
+        // 3. Send; under overwrite, updates of records deleted on the server are recreated.
+        var outcomes: [Int64: SyncUpOutcome] = [:]
+        let sent = try await target.send(toSend)
+        for (change, outcome) in zip(toSend, sent) { outcomes[change.entryId] = outcome }
+        if state.mergeMode == .overwrite {
+            let missing = toSend.filter { $0.kind == .update && outcomes[$0.entryId] == .missingOnServer }
+            let recreate = try await store.write(fencedBy: epoch) { transaction -> [LocalChange] in
+                var again: [LocalChange] = []
+                for change in missing {
+                    guard var record = try transaction.entry(change.entryId, in: soup)?.record else { continue }
+                    if record[extField]?.stringValue == nil {
+                        record[extField] = .string(UUID().uuidString)
+                        try transaction.upsert(record, into: soup, entryId: change.entryId)
+                    }
+                    again.append(
+                        LocalChange(entryId: change.entryId, kind: .create, serverId: nil, fields: Self.outgoing(record, fieldlist, extField)))
+                }
+                return again
+            }
+            if !recreate.isEmpty {
+                try checkpoint(state.id)
+                for (change, outcome) in zip(recreate, try await target.send(recreate)) { outcomes[change.entryId] = outcome }
+            }
+        }
+
+        // 4. Apply the outcomes locally in one transaction.
+        let kinds = Dictionary(uniqueKeysWithValues: changes.map { ($0.entryId, $0.kind) })
+        let finalOutcomes = outcomes
+        let gone = serverGone
+        try await store.write(fencedBy: epoch) { transaction in
+            for (entryId, kind) in kinds {
+                guard var record = try transaction.entry(entryId, in: soup)?.record else { continue }
+                guard let outcome = finalOutcomes[entryId] else {
+                    if gone.contains(entryId), kind == .update {
+                        record[LocalFlags.lastError] = "deleted on the server; left as is (leaveIfChanged)"
+                        try transaction.upsert(record, into: soup, entryId: entryId)
+                    }
+                    continue
+                }
+                switch outcome {
+                case .created(let serverId):
+                    record[idField] = .string(serverId)
+                    try transaction.upsert(LocalFlags.clean(record, syncId: nil), into: soup, entryId: entryId)
+                case .updated:
+                    try transaction.upsert(LocalFlags.clean(record, syncId: nil), into: soup, entryId: entryId)
+                case .deleted:
+                    try transaction.delete(entryIds: [entryId], from: soup)
+                case .missingOnServer:
+                    if kind == .delete {
+                        try transaction.delete(entryIds: [entryId], from: soup)
+                    } else {
+                        record[LocalFlags.lastError] = "deleted on the server"
+                        try transaction.upsert(record, into: soup, entryId: entryId)
+                    }
+                case .failed(let message):
+                    record[LocalFlags.lastError] = .string(message)
+                    try transaction.upsert(record, into: soup, entryId: entryId)
+                }
+            }
+        }
+    }
+
+    /// The fields to send: no local flags, no server-managed fields, only `fieldlist` if given.
+    static func outgoing(_ record: JSONObject, _ fieldlist: [String]?, _ extField: String?) -> JSONObject {
+        var fields: JSONObject = [:]
+        for (key, value) in record where !key.hasPrefix("__") && !key.hasPrefix("_soup") && !serverFields.contains(key) {
+            if let fieldlist, !fieldlist.contains(key), key != extField { continue }
+            fields[key] = value
+        }
+        return fields
+    }
+}

@@ -1,0 +1,322 @@
+import BatonStore
+import Foundation
+import Logging
+
+/// Mobile Sync's sync manager with the 7.1 stop/restart API, over a shared store.
+///
+/// Syncs run one at a time in submission order, inside ``run()``, which the owner keeps running
+/// (in a task group or a service) and cancels to shut down. `syncDown`, `syncUp` and `reSync`
+/// return at once with the sync `running` (queued syncs count as running); listeners and
+/// ``updates()`` hear every persisted change; ``waitForSync(id:)`` awaits the end of a run.
+///
+/// ```swift
+/// let manager = SyncManager(store: store, targetFactory: RESTTargetFactory(client: client))
+/// try await withThrowingTaskGroup(of: Void.self) { group in
+///     group.addTask { try await manager.run() }
+///     let sync = try await manager.syncDown(target: target, soupName: "accounts", name: "accounts")
+///     let final = await manager.waitForSync(id: sync.id)
+///     group.cancelAll()
+/// }
+/// ```
+public actor SyncManager {
+    struct Job: Sendable {
+        enum Kind: Sendable {
+            /// Run a sync down or up; `inclusive` resumes at (not after) maxTimeStamp.
+            case run(inclusive: Bool)
+            case cleanGhosts(CheckedContinuation<Int, any Error>)
+        }
+
+        var syncId: Int64
+        var kind: Kind
+        var onUpdate: SyncUpdateBlock?
+    }
+
+    let store: SharedStore
+    let factory: any SyncTargetFactory
+    let logger: Logger
+    var machine = ManagerStateMachine()
+    /// The lease epoch every write is fenced by; `nil` writes unfenced (single process).
+    var fencingEpoch: Int64?
+    /// Added to "not accepting" errors, e.g. who the writer is.
+    var notAcceptingHint: String?
+    var queue: [Job] = []
+    var current: (job: Job, task: Task<Void, Never>)?
+    var cancelRequested: Set<Int64> = []
+    var syncWaiters: [Int64: [CheckedContinuation<SyncState?, Never>]] = [:]
+    var stopWaiters: [CheckedContinuation<Void, Never>] = []
+    var isRunning = false
+    let broadcaster = UpdateBroadcaster()
+    nonisolated let wakeups: AsyncStream<Void>
+    nonisolated let wake: AsyncStream<Void>.Continuation
+
+    /// A manager for `store` that rebuilds targets with `targetFactory`.
+    public init(store: SharedStore, targetFactory: any SyncTargetFactory, logger: Logger = Logger(label: "baton.sync")) {
+        self.store = store
+        self.factory = targetFactory
+        self.logger = logger
+        (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    // MARK: - Running
+
+    /// Runs queued syncs one at a time until cancelled. Call once per manager.
+    ///
+    /// - Throws: `SyncError` with code `alreadyRunning` when called twice.
+    public func run() async throws {
+        guard !isRunning else { throw SyncError(.alreadyRunning, "SyncManager.run() is already running") }
+        isRunning = true
+        defer {
+            isRunning = false
+            broadcaster.finish()
+        }
+        let wake = self.wake
+        await withTaskCancellationHandler {
+            for await _ in wakeups {
+                while !Task.isCancelled, !queue.isEmpty {
+                    let job = queue.removeFirst()
+                    await execute(job)
+                }
+            }
+        } onCancel: {
+            wake.finish()
+        }
+    }
+
+    func enqueue(_ job: Job) {
+        queue.append(job)
+        wake.yield()
+    }
+
+    func execute(_ job: Job) async {
+        let task = Task { await self.perform(job) }
+        current = (job, task)
+        await withTaskCancellationHandler {
+            await task.value
+        } onCancel: {
+            task.cancel()
+        }
+        current = nil
+        resumeSyncWaiters(job.syncId, try? SyncState.byId(job.syncId, store: store))
+        _ = machine.taskEnded(remaining: queue.count)
+        resumeStopWaitersIfStopped()
+    }
+
+    /// Every persisted change of every sync, as it happens.
+    public func updates() -> AsyncStream<SyncState> {
+        broadcaster.subscribe()
+    }
+
+    // MARK: - Stop and restart
+
+    /// Asks every running or queued sync to stop. Running syncs stop at their next check (an
+    /// HTTP request in flight is cancelled) and report `stopped`; queued ones become `stopped`
+    /// without running; clean resync ghosts reports a failure. New calls fail until ``restart(restartStoppedSyncs:onUpdate:)``.
+    public func stop() {
+        let active = queue.count + (current == nil ? 0 : 1)
+        guard machine.stop(activeTasks: active) == .interruptTasks else {
+            resumeStopWaitersIfStopped()
+            return
+        }
+        let queued = queue
+        queue.removeAll()
+        for job in queued { finishWithoutRunning(job) }
+        current?.task.cancel()
+        if current == nil { _ = machine.taskEnded(remaining: 0) }
+        resumeStopWaitersIfStopped()
+    }
+
+    /// True when a stop was requested and syncs are still ending.
+    public func isStopping() -> Bool { machine.isStopping }
+
+    /// True when a stop was requested and every sync has ended.
+    public func isStopped() -> Bool { machine.isStopped }
+
+    /// The manager's state (`accepting_syncs`, `stop_requested`, `stopped`).
+    public var state: ManagerStateMachine.State { machine.state }
+
+    /// Returns once the manager is stopped (immediately if it is).
+    public func waitUntilStopped() async {
+        if machine.isStopped || machine.state == .acceptingSyncs { return }
+        await withCheckedContinuation { stopWaiters.append($0) }
+    }
+
+    func resumeStopWaitersIfStopped() {
+        guard machine.isStopped else { return }
+        let waiters = stopWaiters
+        stopWaiters.removeAll()
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Accepts syncs again. Allowed when stopping (it waits for running syncs to end) or
+    /// stopped. With `restartStoppedSyncs`, every stopped sync down and sync up is reSynced in
+    /// id order and `onUpdate` hears of them; otherwise they stay stopped for the app to reSync.
+    ///
+    /// - Returns: the syncs it restarted.
+    @discardableResult
+    public func restart(restartStoppedSyncs: Bool, onUpdate: SyncUpdateBlock? = nil) async throws -> [SyncState] {
+        if machine.restart() == .waitForStop {
+            await waitUntilStopped()
+            _ = machine.restart()
+        }
+        notAcceptingHint = nil
+        guard restartStoppedSyncs else { return [] }
+        var restarted: [SyncState] = []
+        for sync in try SyncState.getSyncsWithStatus(store, .stopped) where !isQueuedOrRunning(sync.id) {
+            restarted.append(try await reSync(id: sync.id, onUpdate: onUpdate))
+        }
+        return restarted
+    }
+
+    /// Sets the lease epoch that fences every write (the coordinator calls this after taking
+    /// the writer lease).
+    public func setFencingEpoch(_ epoch: Int64?) {
+        fencingEpoch = epoch
+    }
+
+    /// Sets the hint added to "not accepting" errors (e.g. the current writer's name).
+    public func setNotAcceptingHint(_ hint: String?) {
+        notAcceptingHint = hint
+    }
+
+    /// Turns syncs left `running` by a dead process into `stopped`. Only the writer-lease
+    /// holder may call this, and only while this manager runs nothing.
+    ///
+    /// - Returns: the ids it recovered.
+    @discardableResult
+    public func recoverInterruptedSyncs() async throws -> [Int64] {
+        guard current == nil, queue.isEmpty else { return [] }
+        let epoch = fencingEpoch
+        let ids = try await store.write(fencedBy: epoch) { transaction in
+            try transaction.changeSyncStatus(from: SyncStatus.running.rawValue, to: SyncStatus.stopped.rawValue)
+        }
+        if !ids.isEmpty {
+            logger.info("recovered interrupted syncs", metadata: ["baton.syncs": "\(ids)"])
+            for id in ids { if let state = try? SyncState.byId(id, store: store) { broadcaster.publish(state) } }
+        }
+        return ids
+    }
+
+    // MARK: - Waiting and reading
+
+    /// Waits for the sync's queued or running work to end; returns its state then (at once if
+    /// nothing is queued or running for it).
+    public func waitForSync(id: Int64) async -> SyncState? {
+        if !isQueuedOrRunning(id) { return try? SyncState.byId(id, store: store) }
+        return await withCheckedContinuation { syncWaiters[id, default: []].append($0) }
+    }
+
+    func isQueuedOrRunning(_ id: Int64) -> Bool {
+        current?.job.syncId == id || queue.contains { $0.syncId == id }
+    }
+
+    func resumeSyncWaiters(_ id: Int64, _ state: SyncState?) {
+        guard !isQueuedOrRunning(id) else { return }
+        let waiters = syncWaiters.removeValue(forKey: id) ?? []
+        for waiter in waiters { waiter.resume(returning: state) }
+    }
+
+    /// The sync's persisted state.
+    public func getSyncStatus(id: Int64) throws -> SyncState? {
+        try SyncState.byId(id, store: store)
+    }
+
+    /// The sync's persisted state, by name.
+    public func getSyncStatus(name: String) throws -> SyncState? {
+        try SyncState.byName(name, store: store)
+    }
+
+    /// Deletes a sync's state (its records stay in the soup).
+    ///
+    /// - Throws: `alreadyRunning` while it runs, `unknownSync` when there is none.
+    public func deleteSync(id: Int64) async throws {
+        guard !isQueuedOrRunning(id) else {
+            throw SyncError(.alreadyRunning, "sync \(id) is running; stop it before deleting it")
+        }
+        let epoch = fencingEpoch
+        let existed = try await store.write(fencedBy: epoch) { try $0.deleteSyncState(id: id) }
+        guard existed else { throw SyncError(.unknownSync, "no sync with id \(id)") }
+    }
+
+    /// Deletes a sync's state by name.
+    public func deleteSync(name: String) async throws {
+        guard let state = try SyncState.byName(name, store: store) else {
+            throw SyncError(.unknownSync, "no sync named '\(name)'")
+        }
+        try await deleteSync(id: state.id)
+    }
+
+    /// Asks one sync to stop at its next check (it becomes `stopped`, resumable); the manager
+    /// and other syncs carry on. Does nothing when the sync is not queued or running.
+    public func cancelSync(id: Int64) {
+        guard isQueuedOrRunning(id) else { return }
+        cancelRequested.insert(id)
+        if current?.job.syncId == id { current?.task.cancel() }
+    }
+
+    // MARK: - Helpers
+
+    func requireAccepting(_ what: String) throws {
+        if case .reject(let state) = machine.submit() {
+            let hint = notAcceptingHint.map { "; \($0)" } ?? ""
+            throw SyncError(
+                .notAcceptingSyncs,
+                "\(what) refused: the sync manager is \(state.rawValue)\(hint); call restart() (or wait for the writer lease) first")
+        }
+    }
+
+    func checkpoint(_ id: Int64) throws {
+        if machine.state != .acceptingSyncs || cancelRequested.contains(id) || Task.isCancelled {
+            throw SyncInterrupted()
+        }
+    }
+
+    func isInterruption(_ error: any Error, syncId: Int64) -> Bool {
+        error is SyncInterrupted || error is CancellationError || machine.state != .acceptingSyncs
+            || cancelRequested.contains(syncId) || Task.isCancelled
+    }
+
+    /// Persists a state (fenced) and tells listeners.
+    func persist(_ state: SyncState, onUpdate: SyncUpdateBlock?) async throws {
+        let row = state.row
+        let epoch = fencingEpoch
+        try await store.write(fencedBy: epoch) { try $0.updateSyncState(row) }
+        notify(state, onUpdate: onUpdate)
+    }
+
+    /// Persists a final state without suspending, so it lands even from a cancelled task.
+    func persistFinal(_ state: SyncState, onUpdate: SyncUpdateBlock?) {
+        do {
+            let row = state.row
+            try store.write(fencedBy: fencingEpoch) { try $0.updateSyncState(row) }
+        } catch {
+            logger.error(
+                "could not persist the end of a sync", metadata: ["baton.sync": "\(state.id)", "baton.error": "\(error)"])
+        }
+        notify(state, onUpdate: onUpdate)
+    }
+
+    func notify(_ state: SyncState, onUpdate: SyncUpdateBlock?) {
+        broadcaster.publish(state)
+        if let onUpdate, onUpdate(state) == .cancel {
+            cancelRequested.insert(state.id)
+        }
+    }
+
+    /// A queued job reached a stop: its sync is `stopped` without running; ghost cleaning fails.
+    func finishWithoutRunning(_ job: Job) {
+        switch job.kind {
+        case .cleanGhosts(let continuation):
+            continuation.resume(throwing: SyncError(.ghostCleaningStopped, "clean resync ghosts was stopped before it ran; nothing was deleted"))
+        case .run:
+            if var state = try? SyncState.byId(job.syncId, store: store) {
+                state.status = .stopped
+                state.endTime = Clock.nowMillis()
+                persistFinal(state, onUpdate: job.onUpdate)
+                resumeSyncWaiters(job.syncId, state)
+            } else {
+                resumeSyncWaiters(job.syncId, nil)
+            }
+        }
+        cancelRequested.remove(job.syncId)
+    }
+}

@@ -1,0 +1,83 @@
+import BatonStore
+
+/// A sync as persisted in the store: any process can read it and, holding the writer lease,
+/// resume it. Every change of status or progress is written before listeners hear of it.
+public struct SyncState: Sendable, Hashable {
+    public var id: Int64
+    public var name: String?
+    public var type: SyncType
+    /// The target's description (what ``SyncTargetFactory`` rebuilds it from).
+    public var target: JSONObject
+    public var options: SyncOptions
+    public var soupName: String
+    public var status: SyncStatus
+    /// Percent of the current run, 0–100.
+    public var progress: Int
+    /// Records the current run expects; -1 before it knows.
+    public var totalSize: Int
+    /// The newest modification time stamp saved, in ms since 1970; -1 when none.
+    public var maxTimeStamp: Int64
+    /// Start and end of the last run, ms since 1970.
+    public var startTime: Int64?
+    public var endTime: Int64?
+    /// Why the last run failed, if it did.
+    public var error: String?
+
+    public var mergeMode: MergeMode { options.mergeMode }
+
+    init(row: SyncStateRow) {
+        id = row.id
+        name = row.name
+        type = SyncType(rawValue: row.type) ?? .syncDown
+        target = row.target
+        options = SyncOptions(json: row.options)
+        soupName = row.soupName
+        status = SyncStatus(rawValue: row.status) ?? .failed
+        progress = row.progress
+        totalSize = row.totalSize
+        maxTimeStamp = row.maxTimeStamp
+        startTime = row.startTime
+        endTime = row.endTime
+        error = row.error
+    }
+
+    init(name: String?, type: SyncType, target: JSONObject, options: SyncOptions, soupName: String) {
+        id = 0
+        self.name = name
+        self.type = type
+        self.target = target
+        self.options = options
+        self.soupName = soupName
+        status = .new
+        progress = 0
+        totalSize = -1
+        maxTimeStamp = -1
+    }
+
+    var row: SyncStateRow {
+        SyncStateRow(
+            id: id, name: name, type: type.rawValue, target: target, options: options.json, soupName: soupName,
+            status: status.rawValue, progress: progress, totalSize: totalSize, maxTimeStamp: maxTimeStamp,
+            startTime: startTime, endTime: endTime, error: error)
+    }
+
+    /// The persisted syncs with `status`, in id order (Mobile Sync's `getSyncsWithStatus`).
+    public static func getSyncsWithStatus(_ store: SharedStore, _ status: SyncStatus) throws -> [SyncState] {
+        try store.read { try $0.syncStates(status: status.rawValue) }.map(SyncState.init(row:))
+    }
+
+    /// Every persisted sync, in id order.
+    public static func all(_ store: SharedStore) throws -> [SyncState] {
+        try store.read { try $0.syncStates() }.map(SyncState.init(row:))
+    }
+
+    /// The persisted sync with this id, or `nil`.
+    public static func byId(_ id: Int64, store: SharedStore) throws -> SyncState? {
+        try store.read { try $0.syncState(id: id) }.map(SyncState.init(row:))
+    }
+
+    /// The persisted sync with this name, or `nil`.
+    public static func byName(_ name: String, store: SharedStore) throws -> SyncState? {
+        try store.read { try $0.syncState(name: name) }.map(SyncState.init(row:))
+    }
+}

@@ -1,0 +1,55 @@
+import BatonStore
+
+/// One page of a sync down fetch.
+public struct SyncDownPage: Sendable {
+    /// The records, as the server sent them.
+    public var records: [JSONObject]
+    /// Records the whole fetch expects (for progress).
+    public var totalSize: Int
+    /// Where the next page is; `nil` on the last page.
+    public var next: String?
+
+    public init(records: [JSONObject], totalSize: Int, next: String?) {
+        self.records = records
+        self.totalSize = totalSize
+        self.next = next
+    }
+}
+
+/// One page of the remote ids a sync down's query matches (for clean resync ghosts).
+public struct RemoteIdPage: Sendable {
+    public var ids: [String]
+    public var next: String?
+
+    public init(ids: [String], next: String?) {
+        self.ids = ids
+        self.next = next
+    }
+}
+
+/// Where a sync down gets its records, page by page (Mobile Sync's `SyncDownTarget`).
+///
+/// Pages are pulled one at a time by the manager, so a stop between pages, or a cancelled
+/// request in flight, ends the fetch promptly.
+public protocol SyncDownTarget: Sendable {
+    /// The description persisted with the sync; a ``SyncTargetFactory`` rebuilds the target.
+    var json: JSONObject { get }
+    /// The field holding the server id (`Id`).
+    var idFieldName: String { get }
+    /// The field holding the modification date (`LastModifiedDate`).
+    var modificationDateFieldName: String { get }
+    /// True when pages come in modification order, so `maxTimeStamp` can be saved with
+    /// every page and a stopped fetch resumes where it left off.
+    func isSyncDownSortedByLatestModification() -> Bool
+    /// The first page of records modified after `maxTimeStamp` (at or after it when
+    /// `inclusive`; every record when it is -1).
+    func startFetch(maxTimeStamp: Int64, inclusive: Bool) async throws -> SyncDownPage
+    /// The page after `page`, or `nil` when it was the last.
+    func continueFetch(after page: SyncDownPage) async throws -> SyncDownPage?
+    /// The first page of every remote id the target's query matches (no time-stamp filter).
+    func startRemoteIdFetch() async throws -> RemoteIdPage
+    /// The page after `page`, or `nil`.
+    func continueRemoteIdFetch(after page: RemoteIdPage) async throws -> RemoteIdPage?
+    /// A record's modification time stamp in ms since 1970, if it has one.
+    func modificationTimeStamp(of record: JSONObject) -> Int64?
+}
