@@ -1,0 +1,88 @@
+import BatonREST
+import BatonServer
+import BatonStore
+import BatonSync
+import Logging
+import Synchronization
+
+/// A live reference server (port 0), a store in a temp directory, and a running SyncManager.
+struct SyncFixture: Sendable {
+    let server: RunningServer
+    let client: RESTClient
+    let store: SharedStore
+    let manager: SyncManager
+
+    func soqlTarget(_ query: String = "SELECT Id, Name, Number__c FROM Account", batchSize: Int? = nil) throws
+        -> SoqlSyncDownTarget
+    {
+        try SoqlSyncDownTarget(client: client, query: query, batchSize: batchSize)
+    }
+
+    func upTarget(batchSize: Int = 200) throws -> RESTSyncUpTarget {
+        try RESTSyncUpTarget(client: client, objectType: "Account", batchSize: batchSize)
+    }
+
+    /// Records of the soup, by server id.
+    func local(_ soup: String = "accounts") throws -> [String: JSONObject] {
+        var byId: [String: JSONObject] = [:]
+        for entry in try store.query(.all, in: soup) {
+            if let id = entry.record["Id"]?.stringValue { byId[id] = entry.record }
+        }
+        return byId
+    }
+
+    func served() async throws -> Int {
+        Int(try await client.adminStats().value(atPath: "recordsServed.Account")?.intValue ?? 0)
+    }
+}
+
+/// Runs `body` with a fixture; the manager runs in a child task cancelled at the end.
+func withSyncFixture(_ body: @Sendable (SyncFixture) async throws -> Void) async throws {
+    let temp = try TemporaryDirectory()
+    let store = try SharedStore.open(directory: try SharedDirectory(path: temp.path + "/shared"), logger: Logger(label: "test"))
+    let server = try await ReferenceServer.start(.init(token: "sync-test"))
+    let client = RESTClient(baseURL: server.url, token: server.token, retry: .init(maxAttempts: 3, initialBackoff: .milliseconds(20)))
+    let manager = SyncManager(store: store, targetFactory: RESTTargetFactory(client: client))
+    let fixture = SyncFixture(server: server, client: client, store: store, manager: manager)
+    do {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await manager.run() }
+            defer { group.cancelAll() }
+            try await body(fixture)
+        }
+    } catch {
+        await server.stop()
+        throw error
+    }
+    await server.stop()
+    _ = temp
+}
+
+/// Collects one sync's updates and lets a test wait for a condition on them.
+final class UpdateLog: Sendable {
+    private let states = Mutex<[SyncState]>([])
+    private let stream: AsyncStream<SyncState>
+    private let continuation: AsyncStream<SyncState>.Continuation
+
+    init() {
+        (stream, continuation) = AsyncStream.makeStream(of: SyncState.self)
+    }
+
+    /// The listener to pass as `onUpdate`.
+    var block: SyncUpdateBlock {
+        { [self] state in
+            states.withLock { $0.append(state) }
+            continuation.yield(state)
+            return .proceed
+        }
+    }
+
+    var all: [SyncState] { states.withLock { $0 } }
+
+    /// Waits for the first update (from now on or already seen) that satisfies `condition`.
+    func first(where condition: (SyncState) -> Bool) async -> SyncState? {
+        if let seen = all.first(where: condition) { return seen }
+        for await state in stream where condition(state) { return state }
+        return nil
+    }
+}

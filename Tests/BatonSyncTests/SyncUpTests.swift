@@ -1,0 +1,171 @@
+import BatonREST
+import BatonStore
+import BatonSync
+import Testing
+
+@Suite("Sync up")
+struct SyncUpTests {
+    /// Syncs the server's accounts down, then returns the local entries by server id.
+    func fetchDown(_ f: SyncFixture) async throws -> [String: SoupEntry] {
+        let sync = try await f.manager.syncDown(target: try f.soqlTarget(), soupName: "accounts", name: "down")
+        _ = await f.manager.waitForSync(id: sync.id)
+        var byId: [String: SoupEntry] = [:]
+        for entry in try f.store.query(.all, in: "accounts") {
+            if let id = entry.record["Id"]?.stringValue { byId[id] = entry }
+        }
+        return byId
+    }
+
+    func mark(_ f: SyncFixture, _ entry: SoupEntry, _ change: @escaping @Sendable (JSONObject) -> JSONObject) async throws {
+        let entryId = entry.entryId
+        try await f.store.write { transaction in
+            guard let current = try transaction.entry(entryId, in: "accounts") else { return }
+            try transaction.upsert(change(current.record), into: "accounts", entryId: entryId)
+        }
+    }
+
+    func runUp(_ f: SyncFixture, _ options: SyncOptions = SyncOptions(), batchSize: Int = 200) async throws -> SyncState {
+        let sync = try await f.manager.syncUp(target: try f.upTarget(batchSize: batchSize), options: options, soupName: "accounts")
+        return try #require(await f.manager.waitForSync(id: sync.id))
+    }
+
+    @Test("created, updated and deleted records reach the server and come back clean")
+    func basicSyncUp() async throws {
+        try await withSyncFixture { f in
+            let ids = try await f.client.adminSeed(type: "Account", count: 3)
+            let local = try await fetchDown(f)
+            try await mark(f, local[ids[0]]!) { var r = $0; r["Name"] = "renamed"; return LocalFlags.markUpdated(r) }
+            try await mark(f, local[ids[1]]!) { LocalFlags.markDeleted($0) }
+            try f.store.registerSoup("accounts", indexSpecs: [])
+            try f.store.upsert(LocalFlags.markCreated(["Name": "brand new"]), into: "accounts")
+
+            let state = try await runUp(f, batchSize: 1)
+            #expect(state.status == .done)
+            #expect(state.progress == 100)
+            #expect(state.totalSize == 3)
+
+            let server = try await f.client.adminRecords(type: "Account")
+            #expect(server.count == 3)  // 3 seeded - 1 deleted + 1 created
+            #expect(server.contains { $0["Name"] == "renamed" })
+            #expect(!server.contains { $0["Id"]?.stringValue == ids[1] })
+            let created = try #require(server.first { $0["Name"] == "brand new" })
+            #expect(created["BatonExternalId__c"]?.stringValue != nil)
+
+            let after = try f.store.query(.all, in: "accounts")
+            #expect(after.count == 3)
+            #expect(after.allSatisfy { !LocalFlags.isDirty($0.record) })
+            #expect(after.contains { $0.record["Id"] == created["Id"] })
+            #expect(try await f.store.read { try $0.dirtyEntryIds(in: "accounts") }.isEmpty)
+        }
+    }
+
+    @Test("created-then-deleted records make no server call")
+    func createdThenDeleted() async throws {
+        try await withSyncFixture { f in
+            try f.store.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
+            try f.store.upsert(LocalFlags.markDeleted(LocalFlags.markCreated(["Name": "ephemeral"])), into: "accounts")
+            try await f.client.adminResetStats()
+            let requestsBefore = try await f.client.adminStats().value(atPath: "requests")?.intValue ?? 0
+            let state = try await runUp(f)
+            #expect(state.status == .done)
+            let requestsAfter = try await f.client.adminStats().value(atPath: "requests")?.intValue ?? 0
+            #expect(requestsAfter - requestsBefore == 1)  // only this stats call
+            #expect(try f.store.count(in: "accounts") == 0)
+            #expect(try await f.client.adminRecords(type: "Account").isEmpty)
+        }
+    }
+
+    @Test("a record deleted on the server is recreated under overwrite, left with an error under leaveIfChanged",
+          arguments: [MergeMode.overwrite, .leaveIfChanged])
+    func remoteDeleted(mode: MergeMode) async throws {
+        try await withSyncFixture { f in
+            let ids = try await f.client.adminSeed(type: "Account", count: 1)
+            let local = try await fetchDown(f)
+            try await mark(f, local[ids[0]]!) { var r = $0; r["Name"] = "edited"; return LocalFlags.markUpdated(r) }
+            try await f.client.adminDelete(type: "Account", ids: ids)
+            let state = try await runUp(f, SyncOptions(mergeMode: mode))
+            #expect(state.status == .done)
+            let server = try await f.client.adminRecords(type: "Account")
+            let record = try #require(try f.store.query(.all, in: "accounts").first?.record)
+            if mode == .overwrite {
+                #expect(server.count == 1)
+                #expect(server.first?["Name"] == "edited")
+                #expect(record["Id"] == server.first?["Id"])
+                #expect(!LocalFlags.isDirty(record))
+            } else {
+                #expect(server.isEmpty)
+                #expect(LocalFlags.isDirty(record))
+                #expect(record[LocalFlags.lastError]?.stringValue?.contains("deleted") == true)
+            }
+        }
+    }
+
+    @Test("leaveIfChanged skips records changed on the server since they were fetched")
+    func leaveIfChangedSkips() async throws {
+        try await withSyncFixture { f in
+            let ids = try await f.client.adminSeed(type: "Account", count: 2)
+            let local = try await fetchDown(f)
+            for id in ids {
+                try await mark(f, local[id]!) { var r = $0; r["Name"] = "local"; return LocalFlags.markUpdated(r) }
+            }
+            try await f.client.adminTouch(type: "Account", ids: [ids[0]], fields: ["Name": "server"])
+            let state = try await runUp(f, SyncOptions(mergeMode: .leaveIfChanged))
+            #expect(state.status == .done)
+            let server = Dictionary(uniqueKeysWithValues: try await f.client.adminRecords(type: "Account").map { ($0["Id"]!.stringValue!, $0) })
+            #expect(server[ids[0]]?["Name"] == "server")
+            #expect(server[ids[1]]?["Name"] == "local")
+            let after = try f.local()
+            #expect(after[ids[0]].map(LocalFlags.isDirty) == true)
+            #expect(after[ids[1]].map(LocalFlags.isDirty) == false)
+        }
+    }
+
+    @Test("a record the server refuses keeps its flags and gets __last_error__; the sync ends done")
+    func serverErrorPerRecord() async throws {
+        try await withSyncFixture { f in
+            try f.store.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
+            try f.store.upsert(LocalFlags.markCreated(["Name": "fine"]), into: "accounts")
+            try f.store.upsert(LocalFlags.markCreated(["Name": "bad", "bad field!": 1]), into: "accounts")
+            let state = try await runUp(f)
+            #expect(state.status == .done)
+            let records = try f.store.query(.all, in: "accounts").map(\.record)
+            let bad = try #require(records.first { $0["Name"] == "bad" })
+            #expect(LocalFlags.isDirty(bad) && LocalFlags.isCreated(bad))
+            #expect(bad[LocalFlags.lastError]?.stringValue?.contains("INVALID_FIELD") == true)
+            let fine = try #require(records.first { $0["Name"] == "fine" })
+            #expect(!LocalFlags.isDirty(fine))
+            #expect(try await f.client.adminRecords(type: "Account").count == 1)
+        }
+    }
+
+    @Test("the server dropping the response after committing a create, then a retry, leaves one server record")
+    func droppedAfterCommit() async throws {
+        try await withSyncFixture { f in
+            try f.store.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
+            try f.store.upsert(LocalFlags.markCreated(["Name": "once"]), into: "accounts")
+            try await f.client.adminSetFaults(["dropAfterCommitNext": 1])
+            let state = try await runUp(f)
+            #expect(state.status == .done)
+            let server = try await f.client.adminRecords(type: "Account")
+            #expect(server.count == 1)
+            let faults = try await f.client.adminStats().value(atPath: "faultsInjected.dropAfterCommit")
+            #expect(faults == 1)
+            let record = try #require(try f.store.query(.all, in: "accounts").first?.record)
+            #expect(record["Id"] == server.first?["Id"])
+            #expect(!LocalFlags.isDirty(record))
+        }
+    }
+
+    @Test("a fieldlist limits what is sent")
+    func fieldlist() async throws {
+        try await withSyncFixture { f in
+            let ids = try await f.client.adminSeed(type: "Account", count: 1)
+            let local = try await fetchDown(f)
+            try await mark(f, local[ids[0]]!) { var r = $0; r["Name"] = "sent"; r["Secret__c"] = "kept local"; return LocalFlags.markUpdated(r) }
+            _ = try await runUp(f, SyncOptions(mergeMode: .overwrite, fieldlist: ["Name"]))
+            let server = try #require(try await f.client.get(type: "Account", id: ids[0]))
+            #expect(server["Name"] == "sent")
+            #expect(server["Secret__c"] == nil)
+        }
+    }
+}
