@@ -27,7 +27,8 @@ public struct FaultSettings: Sendable, Hashable {
         func number(_ key: String) throws -> Double? {
             guard let value = json[key] else { return nil }
             guard let number = value.doubleValue, number >= 0 else {
-                throw SalesforceError(status: 400, "INVALID_FIELD", "\(key) must be a non-negative number", fields: [key])
+                throw SalesforceError(
+                    status: 400, "INVALID_FIELD", "\(key) must be a non-negative number", fields: [key])
             }
             return number
         }
@@ -43,9 +44,12 @@ public struct FaultSettings: Sendable, Hashable {
 
     var json: JSONObject {
         [
-            "latencyMs": .int(Int64(latencyMs)), "errorRate": .double(errorRate), "failNext": .int(Int64(failNext)),
-            "dropConnectionNext": .int(Int64(dropConnectionNext)), "dropConnectionRate": .double(dropConnectionRate),
-            "dropAfterCommitNext": .int(Int64(dropAfterCommitNext)), "dropAfterCommitRate": .double(dropAfterCommitRate),
+            "latencyMs": .int(Int64(latencyMs)), "errorRate": .double(errorRate),
+            "failNext": .int(Int64(failNext)),
+            "dropConnectionNext": .int(Int64(dropConnectionNext)),
+            "dropConnectionRate": .double(dropConnectionRate),
+            "dropAfterCommitNext": .int(Int64(dropAfterCommitNext)),
+            "dropAfterCommitRate": .double(dropAfterCommitRate),
             "seed": .int(Int64(seed)),
         ]
     }
@@ -60,7 +64,8 @@ enum FaultDecision: Sendable, Equatable {
 }
 
 final class FaultInjector: Sendable {
-    private let state = Mutex<(settings: FaultSettings, rng: SplitMix64)>((FaultSettings(), SplitMix64(seed: 1)))
+    private let state = Mutex<(settings: FaultSettings, rng: SplitMix64)>(
+        (FaultSettings(), SplitMix64(seed: 1)))
 
     var settings: FaultSettings {
         get { state.withLock { $0.settings } }
@@ -85,10 +90,13 @@ final class FaultInjector: Sendable {
                 return .dropAfterCommit
             }
             if state.settings.errorRate > 0, state.rng.nextUnit() < state.settings.errorRate { return .fail }
-            if state.settings.dropConnectionRate > 0, state.rng.nextUnit() < state.settings.dropConnectionRate {
+            if state.settings.dropConnectionRate > 0, state.rng.nextUnit() < state.settings.dropConnectionRate
+            {
                 return .dropConnection
             }
-            if isWrite, state.settings.dropAfterCommitRate > 0, state.rng.nextUnit() < state.settings.dropAfterCommitRate {
+            if isWrite, state.settings.dropAfterCommitRate > 0,
+                state.rng.nextUnit() < state.settings.dropAfterCommitRate
+            {
                 return .dropAfterCommit
             }
             return .none

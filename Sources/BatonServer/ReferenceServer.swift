@@ -44,14 +44,16 @@ public struct ReferenceServer: Sendable {
         do {
             storage = try RecordStorage(path: configuration.dataPath)
         } catch {
-            throw SalesforceError(status: 500, "STORAGE_UNAVAILABLE", "cannot open server data file: \(error)")
+            throw SalesforceError(
+                status: 500, "STORAGE_UNAVAILABLE", "cannot open server data file: \(error)")
         }
     }
 
     /// Seeds `count` records of `type` before or while serving (the `--seed` option).
     public func seed(type: String, count: Int, timeStamps: Int? = nil, bytes: Int = 0) throws {
         _ = try storage.seed(
-            type: try requireType(type), count: count, timeStamps: max(1, timeStamps ?? count), bytes: bytes, template: [:])
+            type: try requireType(type), count: count, timeStamps: max(1, timeStamps ?? count), bytes: bytes,
+            template: [:])
     }
 
     /// Sets the injected faults.
@@ -72,14 +74,17 @@ public struct ReferenceServer: Sendable {
     public func run(onListening: @escaping @Sendable (String) async -> Void = { _ in }) async throws {
         let router = Router()
         router.middlewares.add(APIMiddleware(token: configuration.token, stats: stats))
-        let data = DataRoutes(storage: storage, engine: QueryEngine(storage: storage, stats: stats), faults: faults, stats: stats)
+        let data = DataRoutes(
+            storage: storage, engine: QueryEngine(storage: storage, stats: stats), faults: faults,
+            stats: stats)
         data.register(on: router.group("services/data/v60.0"))
         CompositeRoutes(storage: storage, data: data).register(on: router.group("services/data/v60.0"))
         AdminRoutes(storage: storage, faults: faults, stats: stats).register(on: router.group("admin"))
         let host = configuration.host
         let app = Application(
             router: router,
-            configuration: .init(address: .hostname(host, port: configuration.port), serverName: "baton-reference"),
+            configuration: .init(
+                address: .hostname(host, port: configuration.port), serverName: "baton-reference"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
                 await onListening("http://\(host):\(port)")
@@ -90,7 +95,8 @@ public struct ReferenceServer: Sendable {
     }
 
     /// Starts serving in a task of its own and returns once it listens.
-    public static func start(_ configuration: Configuration, logger: Logger = Logger(label: "baton.server")) async throws
+    public static func start(_ configuration: Configuration, logger: Logger = Logger(label: "baton.server"))
+        async throws
         -> RunningServer
     {
         let server = try ReferenceServer(configuration: configuration, logger: logger)

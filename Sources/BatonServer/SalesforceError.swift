@@ -25,7 +25,8 @@ public struct SalesforceError: Error, Sendable, Hashable {
     /// The per-record error shape of composite responses.
     var compositeElement: JSONValue {
         .object([
-            "statusCode": .string(errorCode), "message": .string(message), "fields": .array(fields.map(JSONValue.string)),
+            "statusCode": .string(errorCode), "message": .string(message),
+            "fields": .array(fields.map(JSONValue.string)),
         ])
     }
 
@@ -41,11 +42,13 @@ public struct SalesforceError: Error, Sendable, Hashable {
         SalesforceError(status: 400, "JSON_PARSER_ERROR", message)
     }
 
-    static let invalidSession = SalesforceError(status: 401, "INVALID_SESSION_ID", "Session expired or invalid")
+    static let invalidSession = SalesforceError(
+        status: 401, "INVALID_SESSION_ID", "Session expired or invalid")
 
     static func serverManaged(_ field: String) -> SalesforceError {
         SalesforceError(
-            status: 400, "INVALID_FIELD_FOR_INSERT_UPDATE", "Unable to create/update fields: \(field). Please check the security settings of this field.",
+            status: 400, "INVALID_FIELD_FOR_INSERT_UPDATE",
+            "Unable to create/update fields: \(field). Please check the security settings of this field.",
             fields: [field])
     }
 }

@@ -34,7 +34,9 @@ public final class SharedStore: Sendable {
     /// - Parameter create: when false, a missing store is an error instead of being created.
     /// - Throws: ``StoreError`` (`notADatabase` when the file is not SQLite, `schemaTooNew` when a
     ///   newer Baton wrote it).
-    public static func open(directory: SharedDirectory, create: Bool = true, logger: Logger) throws -> SharedStore {
+    public static func open(directory: SharedDirectory, create: Bool = true, logger: Logger) throws
+        -> SharedStore
+    {
         let setupLock = try FileLock(path: directory.setupLockPath)
         try setupLock.lock()
         defer { setupLock.unlock() }
@@ -166,15 +168,20 @@ extension StoreError {
     static func from(_ error: DatabaseError, context: String) -> StoreError {
         switch error.resultCode {
         case .SQLITE_NOTADB:
-            return StoreError(.notADatabase, "\(context): the file is not a SQLite database; move it away or use another --dir")
+            return StoreError(
+                .notADatabase,
+                "\(context): the file is not a SQLite database; move it away or use another --dir")
         case .SQLITE_INTERRUPT:
             return StoreError(.interrupted, "\(context): the statement was interrupted and rolled back")
         case .SQLITE_CORRUPT:
-            return StoreError(.notADatabase, "\(context): the database file is corrupt; restore it from a backup")
+            return StoreError(
+                .notADatabase, "\(context): the database file is corrupt; restore it from a backup")
         default:
             // The SQL is kept (it is diagnostic); arguments, which may hold record data, are not.
             let sql = error.sql.map { " (SQL: \($0))" } ?? ""
-            return StoreError(.database, "\(context): SQLite error \(error.resultCode.rawValue): \(error.message ?? "unknown")\(sql)")
+            return StoreError(
+                .database,
+                "\(context): SQLite error \(error.resultCode.rawValue): \(error.message ?? "unknown")\(sql)")
         }
     }
 }

@@ -18,7 +18,8 @@ public final class StoreTransaction: StoreReader {
         guard current == epoch else {
             throw StoreError(
                 .staleEpoch,
-                "the writer lease moved to epoch \(current) while this process held epoch \(epoch); nothing was written")
+                "the writer lease moved to epoch \(current) while this process held epoch \(epoch); nothing was written"
+            )
         }
     }
 

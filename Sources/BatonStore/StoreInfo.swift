@@ -21,7 +21,8 @@ extension SharedStore {
     public func info() throws -> StoreInfo {
         try read { reader in
             let soups = try reader.soups().map { soup in
-                StoreInfo.Soup(name: soup.name, count: try reader.count(in: soup.name), indexSpecs: soup.indexSpecs)
+                StoreInfo.Soup(
+                    name: soup.name, count: try reader.count(in: soup.name), indexSpecs: soup.indexSpecs)
             }
             return StoreInfo(
                 path: directory.storePath, soups: soups, changeSequence: try reader.changeSequence(),

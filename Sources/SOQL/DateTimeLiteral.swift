@@ -15,10 +15,13 @@ public enum DateTimeLiteral {
             return value
         }
         guard c.count >= 20, let year = number(0, 4), c[4] == 45, let month = number(5, 2), c[7] == 45,
-            let day = number(8, 2), c[10] == 84, let hour = number(11, 2), c[13] == 58, let minute = number(14, 2),
+            let day = number(8, 2), c[10] == 84, let hour = number(11, 2), c[13] == 58,
+            let minute = number(14, 2),
             c[16] == 58, let second = number(17, 2)
         else { return nil }
-        guard (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61 else { return nil }
+        guard (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61 else {
+            return nil
+        }
         var index = 19
         var millis = 0
         if index < c.count, c[index] == 46 {
@@ -57,7 +60,8 @@ public enum DateTimeLiteral {
         }
         guard index == c.count else { return nil }
         let days = daysFromCivil(year: year, month: month, day: day)
-        let seconds = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetMinutes * 60)
+        let seconds =
+            Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetMinutes * 60)
         return seconds * 1000 + Int64(millis)
     }
 
@@ -83,7 +87,8 @@ public enum DateTimeLiteral {
         let hour = Int(secondOfDay / 3600)
         let minute = Int(secondOfDay % 3600 / 60)
         let second = Int(secondOfDay % 60)
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(Int(millis), 3))+0000"
+        return
+            "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(Int(millis), 3))+0000"
     }
 
     /// Days since 1970-01-01 (Howard Hinnant's algorithm).

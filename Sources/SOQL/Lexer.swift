@@ -22,7 +22,8 @@ struct Token: Sendable, Hashable {
 /// Splits a query into tokens; keywords are case-insensitive.
 struct Lexer {
     static let keywords: Set<String> = [
-        "SELECT", "FROM", "WHERE", "AND", "OR", "NOT", "LIKE", "IN", "ORDER", "BY", "ASC", "DESC", "NULLS", "FIRST",
+        "SELECT", "FROM", "WHERE", "AND", "OR", "NOT", "LIKE", "IN", "ORDER", "BY", "ASC", "DESC", "NULLS",
+        "FIRST",
         "LAST", "LIMIT", "OFFSET", "TRUE", "FALSE", "NULL",
     ]
 
@@ -66,8 +67,11 @@ struct Lexer {
                         case "n": value.append("\n")
                         case "t": value.append("\t")
                         case "r": value.append("\r")
-                        case "'", "\"", "\\", "%", "_": value.append(e == "%" || e == "_" ? "\\" + String(e) : String(e))
-                        default: throw SOQLError(position: i, token: "\\" + String(e), message: "invalid escape sequence")
+                        case "'", "\"", "\\", "%", "_":
+                            value.append(e == "%" || e == "_" ? "\\" + String(e) : String(e))
+                        default:
+                            throw SOQLError(
+                                position: i, token: "\\" + String(e), message: "invalid escape sequence")
                         }
                         i += 2
                         continue
@@ -81,9 +85,12 @@ struct Lexer {
                     i += 1
                 }
                 guard closed else {
-                    throw SOQLError(position: start, token: String(chars[start..<min(chars.count, start + 20)]), message: "unterminated string")
+                    throw SOQLError(
+                        position: start, token: String(chars[start..<min(chars.count, start + 20)]),
+                        message: "unterminated string")
                 }
-                tokens.append(Token(kind: .string, text: value, raw: String(chars[start..<i]), position: start))
+                tokens.append(
+                    Token(kind: .string, text: value, raw: String(chars[start..<i]), position: start))
                 continue
             }
             if c.isNumber || (c == "-" && i + 1 < chars.count && chars[i + 1].isNumber) {
@@ -116,13 +123,16 @@ struct Lexer {
             guard index + count <= chars.count else { return false }
             return chars[index..<index + count].allSatisfy { $0.isASCII && $0.isNumber }
         }
-        if digits(4, at: i), i + 4 < chars.count, chars[i + 4] == "-", digits(2, at: i + 5), i + 7 < chars.count,
+        if digits(4, at: i), i + 4 < chars.count, chars[i + 4] == "-", digits(2, at: i + 5),
+            i + 7 < chars.count,
             chars[i + 7] == "-", digits(2, at: i + 8)
         {
             i += 10
             if i < chars.count, chars[i] == "T" {
                 i += 1
-                while i < chars.count, chars[i].isASCII, chars[i].isNumber || ":.+-Z".contains(chars[i]) { i += 1 }
+                while i < chars.count, chars[i].isASCII, chars[i].isNumber || ":.+-Z".contains(chars[i]) {
+                    i += 1
+                }
                 let text = String(chars[start..<i])
                 guard DateTimeLiteral.milliseconds(text) != nil else {
                     throw SOQLError(position: start, token: text, message: "invalid date-time literal")

@@ -9,7 +9,9 @@ extension SOQLQuery {
     /// - Throws: ``SOQLError`` naming the position and the token for anything outside the subset.
     public init(parsing text: String) throws {
         guard text.count <= Self.maxLength else {
-            throw SOQLError(position: Self.maxLength, token: "…", message: "query longer than \(Self.maxLength) characters")
+            throw SOQLError(
+                position: Self.maxLength, token: "…",
+                message: "query longer than \(Self.maxLength) characters")
         }
         var parser = Parser(tokens: try Lexer.tokenize(text))
         self = try parser.parseQuery(depth: 0)

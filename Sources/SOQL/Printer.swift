@@ -39,11 +39,14 @@ extension Condition {
     public var soql: String {
         switch self {
         case .comparison(let field, let op, let value): return "\(field) \(op.rawValue) \(value.soql)"
-        case .like(let field, let pattern, let negated): return "\(field) \(negated ? "NOT LIKE" : "LIKE") \(pattern.soql)"
+        case .like(let field, let pattern, let negated):
+            return "\(field) \(negated ? "NOT LIKE" : "LIKE") \(pattern.soql)"
         case .isIn(let field, let values, let negated):
             return "\(field) \(negated ? "NOT IN" : "IN") (\(values.map(\.soql).joined(separator: ", ")))"
-        case .and(let left, let right): return "\(left.operand(above: 2, isRight: false)) AND \(right.operand(above: 2, isRight: true))"
-        case .or(let left, let right): return "\(left.operand(above: 1, isRight: false)) OR \(right.operand(above: 1, isRight: true))"
+        case .and(let left, let right):
+            return "\(left.operand(above: 2, isRight: false)) AND \(right.operand(above: 2, isRight: true))"
+        case .or(let left, let right):
+            return "\(left.operand(above: 1, isRight: false)) OR \(right.operand(above: 1, isRight: true))"
         case .not(let inner): return inner.precedence < 3 ? "NOT (\(inner.soql))" : "NOT \(inner.soql)"
         }
     }

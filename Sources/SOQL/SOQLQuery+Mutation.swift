@@ -49,7 +49,9 @@ extension SOQLQuery {
     /// The remote-id form used by clean resync ghosts: `SELECT Id`, same WHERE and LIMIT, no
     /// ORDER BY or OFFSET.
     public var idQuery: SOQLQuery {
-        SOQLQuery(fields: [.field("Id")], object: object, condition: condition, orderBy: [], limit: limit, offset: nil)
+        SOQLQuery(
+            fields: [.field("Id")], object: object, condition: condition, orderBy: [], limit: limit,
+            offset: nil)
     }
 }
 

@@ -54,7 +54,9 @@ public struct OrderItem: Sendable, Hashable {
     /// Whether ASC was written out (kept so printing reproduces the query).
     public var explicitDirection: Bool
 
-    public init(field: String, ascending: Bool = true, nullsFirst: Bool? = nil, explicitDirection: Bool = false) {
+    public init(
+        field: String, ascending: Bool = true, nullsFirst: Bool? = nil, explicitDirection: Bool = false
+    ) {
         self.field = field
         self.ascending = ascending
         self.nullsFirst = nullsFirst

@@ -16,14 +16,15 @@ struct Baton: AsyncParsableCommand {
             the foreground. Set BATON_LOG_LEVEL=debug for diagnostics on stderr.
             """,
         version: version,
-        subcommands: [StoreCommand.self, ServeCommand.self]
+        subcommands: [StoreCommand.self, ServeCommand.self, SyncsCommand.self]
     )
 
     /// Runs the command and turns every typed error into one line on stderr and a non-zero exit.
     static func main() async {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
-            let level = ProcessInfo.processInfo.environment["BATON_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:))
+            let level = ProcessInfo.processInfo.environment["BATON_LOG_LEVEL"].flatMap(
+                Logger.Level.init(rawValue:))
             handler.logLevel = level ?? .warning
             return handler
         }

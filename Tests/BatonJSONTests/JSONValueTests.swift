@@ -9,7 +9,10 @@ struct JSONValueTests {
             JSONValue.object(["name": "Zoë 🚀 日本語", "escaped": "quote\" back\\ nl\n tab\t \u{01}"]),
             .object(["nested": .object(["a": .array([1, 2.5, nil, true, .object(["deep": "x"])])])]),
             .object(["max": .int(Int64.max), "min": .int(Int64.min), "zero": 0]),
-            .object(["one": 1.0, "tiny": 1e-300, "pi": 3.141592653589793, "big": 1.7976931348623157e308, "neg": -0.5]),
+            .object([
+                "one": 1.0, "tiny": 1e-300, "pi": 3.141592653589793, "big": 1.7976931348623157e308,
+                "neg": -0.5,
+            ]),
             .array([]), .object([:]), .string(""),
         ])
     func roundTrip(value: JSONValue) throws {
@@ -31,7 +34,10 @@ struct JSONValueTests {
 
     @Test(
         "malformed text is a typed error",
-        arguments: ["", "{", "{\"a\":}", "[1,]", "tru", "\"unterminated", "01", "1.", "{\"a\" 1}", "[1] x", "\"\\ud800\""])
+        arguments: [
+            "", "{", "{\"a\":}", "[1,]", "tru", "\"unterminated", "01", "1.", "{\"a\" 1}", "[1] x",
+            "\"\\ud800\"",
+        ])
     func malformed(text: String) {
         #expect(throws: JSONParseError.self) { try JSONValue(parsing: text) }
     }

@@ -10,14 +10,17 @@ struct RESTClientTests {
         try await withLiveServer { _, client in
             try await client.adminSeed(type: "Account", count: 23)
             var sizes: [Int] = []
-            for try await page in client.query("SELECT Id FROM Account", batchSize: 10) { sizes.append(page.records.count) }
+            for try await page in client.query("SELECT Id FROM Account", batchSize: 10) {
+                sizes.append(page.records.count)
+            }
             #expect(sizes == [10, 10, 3])
         }
     }
 
     @Test("a 503 then success: the idempotent call is retried and succeeds")
     func retries() async throws {
-        try await withLiveServer(retry: .init(maxAttempts: 3, initialBackoff: .milliseconds(10))) { server, client in
+        try await withLiveServer(retry: .init(maxAttempts: 3, initialBackoff: .milliseconds(10))) {
+            server, client in
             try await client.adminSeed(type: "Account", count: 3)
             try await client.adminSetFaults(["failNext": 1])
             let before = server.server.requestCount
@@ -29,7 +32,8 @@ struct RESTClientTests {
 
     @Test("retries are bounded")
     func boundedRetries() async throws {
-        try await withLiveServer(retry: .init(maxAttempts: 3, initialBackoff: .milliseconds(5))) { server, client in
+        try await withLiveServer(retry: .init(maxAttempts: 3, initialBackoff: .milliseconds(5))) {
+            server, client in
             try await client.adminSetFaults(["failNext": 10])
             let before = server.server.requestCount
             await #expect { try await client.queryFirstPage("SELECT Id FROM Account") } throws: {
@@ -41,10 +45,13 @@ struct RESTClientTests {
 
     @Test("a create is not retried (it is not idempotent)")
     func createNotRetried() async throws {
-        try await withLiveServer(retry: .init(maxAttempts: 3, initialBackoff: .milliseconds(5))) { server, client in
+        try await withLiveServer(retry: .init(maxAttempts: 3, initialBackoff: .milliseconds(5))) {
+            server, client in
             try await client.adminSetFaults(["failNext": 1])
             let before = server.server.requestCount
-            await #expect(throws: RESTError.self) { try await client.create(type: "Account", fields: ["Name": "x"]) }
+            await #expect(throws: RESTError.self) {
+                try await client.create(type: "Account", fields: ["Name": "x"])
+            }
             #expect(server.server.requestCount - before == 1)
         }
     }

@@ -8,7 +8,10 @@ func withLiveServer<T>(
     retry: RESTClient.RetryPolicy = .none, timeout: Duration = .seconds(30),
     _ body: (RunningServer, RESTClient) async throws -> T
 ) async throws -> T {
-    let server = try await ReferenceServer.start(.init(token: "test-token-\(UInt32.random(in: 0...UInt32.max))"))
+    var quiet = Logger(label: "test.server")
+    quiet.logLevel = .critical  // the server logs its own shutdown as an error
+    let server = try await ReferenceServer.start(
+        .init(token: "test-token-\(UInt32.random(in: 0...UInt32.max))"), logger: quiet)
     let client = RESTClient(baseURL: server.url, token: server.token, timeout: timeout, retry: retry)
     do {
         let result = try await body(server, client)

@@ -14,7 +14,9 @@ struct QueryPagingTests {
             var ids: [String] = []
             var numbers: [Int64] = []
             var pages = 0
-            for try await page in client.query("SELECT Id, Number__c FROM Account ORDER BY Number__c", batchSize: batchSize) {
+            for try await page in client.query(
+                "SELECT Id, Number__c FROM Account ORDER BY Number__c", batchSize: batchSize)
+            {
                 #expect(page.records.count <= batchSize)
                 #expect(page.totalSize == count)
                 ids += page.records.compactMap { $0["Id"]?.stringValue }
@@ -34,10 +36,13 @@ struct QueryPagingTests {
             try await client.adminSeed(type: "Contact", count: 20, timeStamps: 2)
             var stamps: [Int64] = []
             var ids: [String] = []
-            for try await page in client.query("SELECT Id, LastModifiedDate FROM Contact ORDER BY LastModifiedDate", batchSize: 7) {
+            for try await page in client.query(
+                "SELECT Id, LastModifiedDate FROM Contact ORDER BY LastModifiedDate", batchSize: 7)
+            {
                 for record in page.records {
                     ids.append(record["Id"]?.stringValue ?? "")
-                    stamps.append(DateTimeLiteral.milliseconds(record["LastModifiedDate"]?.stringValue ?? "") ?? -1)
+                    stamps.append(
+                        DateTimeLiteral.milliseconds(record["LastModifiedDate"]?.stringValue ?? "") ?? -1)
                 }
             }
             #expect(Set(ids).count == 20)

@@ -9,17 +9,21 @@ struct RouteTests {
     @Test("create, read, update and delete one record")
     func crud() async throws {
         try await withLiveServer { _, client in
-            let id = try await client.create(type: "Account", fields: ["Name": "Acme", "Industry__c": "Energy"])
+            let id = try await client.create(
+                type: "Account", fields: ["Name": "Acme", "Industry__c": "Energy"])
             #expect(id.count == 18)
             #expect(id.hasPrefix("001"))
             let fetched = try #require(try await client.get(type: "Account", id: id))
             #expect(fetched["Name"] == "Acme")
-            let created = try #require(DateTimeLiteral.milliseconds(fetched["LastModifiedDate"]?.stringValue ?? ""))
+            let created = try #require(
+                DateTimeLiteral.milliseconds(fetched["LastModifiedDate"]?.stringValue ?? ""))
             try await client.update(type: "Account", id: id, fields: ["Name": "Acme 2"])
             let updated = try #require(try await client.get(type: "Account", id: id))
             #expect(updated["Name"] == "Acme 2")
             #expect(updated["Industry__c"] == "Energy")
-            #expect(try #require(DateTimeLiteral.milliseconds(updated["LastModifiedDate"]?.stringValue ?? "")) > created)
+            #expect(
+                try #require(DateTimeLiteral.milliseconds(updated["LastModifiedDate"]?.stringValue ?? ""))
+                    > created)
             try await client.delete(type: "Account", id: id)
             #expect(try await client.get(type: "Account", id: id) == nil)
             await #expect {
@@ -31,8 +35,10 @@ struct RouteTests {
     @Test("upserting twice on an external id makes one record")
     func upsertTwice() async throws {
         try await withLiveServer { _, client in
-            let first = try await client.upsert(type: "Account", field: "Ext__c", value: "abc-1", fields: ["Name": "A"])
-            let second = try await client.upsert(type: "Account", field: "Ext__c", value: "abc-1", fields: ["Name": "B"])
+            let first = try await client.upsert(
+                type: "Account", field: "Ext__c", value: "abc-1", fields: ["Name": "A"])
+            let second = try await client.upsert(
+                type: "Account", field: "Ext__c", value: "abc-1", fields: ["Name": "B"])
             #expect(first.created && !second.created)
             #expect(first.id == second.id)
             let page = try await client.queryFirstPage("SELECT Id, Name FROM Account WHERE Ext__c = 'abc-1'")
@@ -62,7 +68,8 @@ struct RouteTests {
                 try await client.queryFirstPage("SELECT Id FROM")
             } throws: { error in
                 let error = error as? RESTError
-                return error?.status == 400 && error?.errorCode == "MALFORMED_QUERY" && error?.message.contains("position") == true
+                return error?.status == 400 && error?.errorCode == "MALFORMED_QUERY"
+                    && error?.message.contains("position") == true
             }
         }
     }
@@ -84,25 +91,31 @@ struct RouteTests {
     @Test("composite create, update, upsert and delete, with and without allOrNone")
     func composite() async throws {
         try await withLiveServer { _, client in
-            let created = try await client.compositeCreate(type: "Account", records: [["Name": "a"], ["Name": "b"]])
+            let created = try await client.compositeCreate(
+                type: "Account", records: [["Name": "a"], ["Name": "b"]])
             #expect(created.allSatisfy { $0.success })
             let ids = created.compactMap(\.id)
             #expect(ids.count == 2)
 
             let updated = try await client.compositeUpdate(
-                type: "Account", records: [["Id": .string(ids[0]), "Name": "a2"], ["Id": "001000000000zzzAAA", "Name": "x"]])
+                type: "Account",
+                records: [["Id": .string(ids[0]), "Name": "a2"], ["Id": "001000000000zzzAAA", "Name": "x"]])
             #expect(updated.map(\.success) == [true, false])
             #expect(try await client.get(type: "Account", id: ids[0])?["Name"] == "a2")
 
             let rolledBack = try await client.compositeUpdate(
-                type: "Account", records: [["Id": .string(ids[1]), "Name": "b2"], ["Id": "001000000000zzzAAA", "Name": "x"]],
+                type: "Account",
+                records: [
+                    ["Id": .string(ids[1]), "Name": "b2"], ["Id": "001000000000zzzAAA", "Name": "x"],
+                ],
                 allOrNone: true)
             #expect(rolledBack.allSatisfy { !$0.success })
             #expect(rolledBack.first?.errorCode == "ALL_OR_NONE_OPERATION_ROLLED_BACK")
             #expect(try await client.get(type: "Account", id: ids[1])?["Name"] == "b")
 
             let upserted = try await client.compositeUpsert(
-                type: "Account", externalIdField: "Ext__c", records: [["Ext__c": "e1", "Name": "u"], ["Ext__c": "e1", "Name": "v"]])
+                type: "Account", externalIdField: "Ext__c",
+                records: [["Ext__c": "e1", "Name": "u"], ["Ext__c": "e1", "Name": "v"]])
             #expect(upserted.map(\.created) == [true, false])
             #expect(upserted[0].id == upserted[1].id)
 

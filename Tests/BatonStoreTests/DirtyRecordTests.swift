@@ -30,7 +30,8 @@ struct DirtyRecordTests {
         let deleted = try store.upsert(LocalFlags.markDeleted(["Id": "2"]), into: "contacts")
         let dirty = try store.read { try $0.dirtyEntries(in: "contacts") }
         #expect(Set(dirty.map(\.entryId)) == [created.entryId, deleted.entryId])
-        #expect(try store.read { try $0.dirtyEntryIds(in: "contacts") } == [created.entryId, deleted.entryId])
+        #expect(
+            try store.read { try $0.dirtyEntryIds(in: "contacts") } == [created.entryId, deleted.entryId])
         #expect(try store.count(SoupQuery(where: [.exact(LocalFlags.syncId, 1)]), in: "contacts") == 1)
         _ = clean
     }

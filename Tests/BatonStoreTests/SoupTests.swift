@@ -21,7 +21,8 @@ struct SoupTests {
             for index in 0..<count {
                 try transaction.upsert(
                     [
-                        "Id": .string("id-\(index)"), "Amount": .int(Int64(index * 10)), "Name": .string("Name \(index)"),
+                        "Id": .string("id-\(index)"), "Amount": .int(Int64(index * 10)),
+                        "Name": .string("Name \(index)"),
                         "Owner": ["Region": index % 2 == 0 ? "EU" : "US"],
                     ], into: "accounts", externalIdPath: "Id")
             }
@@ -32,7 +33,8 @@ struct SoupTests {
     func crud() throws {
         let created = try store.upsert(["Id": "a", "Name": "First"], into: "accounts")
         #expect(try store.entry(created.entryId, in: "accounts")?.record["Name"] == "First")
-        let updated = try store.upsert(["Id": "a", "Name": "Second"], into: "accounts", entryId: created.entryId)
+        let updated = try store.upsert(
+            ["Id": "a", "Name": "Second"], into: "accounts", entryId: created.entryId)
         #expect(updated.entryId == created.entryId)
         #expect(try store.entry(created.entryId, in: "accounts")?.record["Name"] == "Second")
         #expect(try store.count(in: "accounts") == 1)
@@ -52,7 +54,9 @@ struct SoupTests {
         #expect(first.entryId == second.entryId)
         #expect(other.entryId != first.entryId)
         #expect(try store.count(in: "accounts") == 2)
-        #expect(try store.read { try $0.entry(where: "Id", equals: "001", in: "accounts") }?.record["Name"] == "B")
+        #expect(
+            try store.read { try $0.entry(where: "Id", equals: "001", in: "accounts") }?.record["Name"] == "B"
+        )
     }
 
     @Test("an external id path that is not indexed is refused")
@@ -65,9 +69,12 @@ struct SoupTests {
     @Test("exact, range, like and IN queries on indexed paths, including nested paths")
     func queries() throws {
         try seed(20)
-        #expect(try store.query(SoupQuery(where: [.exact("Id", "id-7")]), in: "accounts").map(\.record["Amount"]) == [70])
+        #expect(
+            try store.query(SoupQuery(where: [.exact("Id", "id-7")]), in: "accounts").map(\.record["Amount"])
+                == [70])
         let range = try store.query(
-            SoupQuery(where: [.range("Amount", from: 50, to: 90)], orderBy: [.init("Amount")]), in: "accounts")
+            SoupQuery(where: [.range("Amount", from: 50, to: 90)], orderBy: [.init("Amount")]), in: "accounts"
+        )
         #expect(range.map { $0.record["Amount"] } == [50, 60, 70, 80, 90])
         #expect(try store.count(SoupQuery(where: [.like("Name", "Name 1%")]), in: "accounts") == 11)
         let inQuery = SoupQuery(where: [.isIn("Id", ["id-1", "id-3", "missing"])])
@@ -82,7 +89,9 @@ struct SoupTests {
         let query = SoupQuery(orderBy: [.init("Amount", ascending: false)])
         var seen: [JSONValue] = []
         for pageIndex in 0..<4 {
-            seen += try store.query(query.page(pageIndex, size: 7), in: "accounts").compactMap { $0.record["Amount"] }
+            seen += try store.query(query.page(pageIndex, size: 7), in: "accounts").compactMap {
+                $0.record["Amount"]
+            }
         }
         #expect(seen == (0..<25).reversed().map { .int(Int64($0 * 10)) })
 
@@ -110,7 +119,10 @@ struct SoupTests {
         #expect { try store.registerSoup("bad name!", indexSpecs: []) } throws: {
             ($0 as? StoreError)?.code == .invalidName
         }
-        #expect { try store.registerSoup("ok", indexSpecs: [IndexSpec(path: "a'); DROP TABLE x; --", type: .string)]) } throws: {
+        #expect {
+            try store.registerSoup(
+                "ok", indexSpecs: [IndexSpec(path: "a'); DROP TABLE x; --", type: .string)])
+        } throws: {
             ($0 as? StoreError)?.code == .invalidIndexPath
         }
         #expect(throws: StoreError.self) { try IndexSpec(parsing: "Id:uuid") }

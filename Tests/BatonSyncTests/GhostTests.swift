@@ -10,18 +10,22 @@ struct GhostTests {
         try await withSyncFixture { f in
             let accounts = try await f.client.adminSeed(type: "Account", count: 10)
             let contacts = try await f.client.adminSeed(type: "Contact", count: 3)
-            let sync = try await f.manager.syncDown(target: try f.soqlTarget(batchSize: 4), soupName: "accounts", name: "acc")
+            let sync = try await f.manager.syncDown(
+                target: try f.soqlTarget(batchSize: 4), soupName: "accounts", name: "acc")
             _ = await f.manager.waitForSync(id: sync.id)
             // Another sync's records in the same soup.
-            let other = try await f.manager.syncDown(target: try f.soqlTarget("SELECT Id FROM Contact"), soupName: "accounts")
+            let other = try await f.manager.syncDown(
+                target: try f.soqlTarget("SELECT Id FROM Contact"), soupName: "accounts")
             _ = await f.manager.waitForSync(id: other.id)
             #expect(try f.store.count(in: "accounts") == 13)
 
             // One ghost is edited locally: it must survive.
             let edited = accounts[2]
             try await f.store.write { transaction in
-                guard let entry = try transaction.entry(where: "Id", equals: .string(edited), in: "accounts") else { return }
-                try transaction.upsert(LocalFlags.markUpdated(entry.record), into: "accounts", entryId: entry.entryId)
+                guard let entry = try transaction.entry(where: "Id", equals: .string(edited), in: "accounts")
+                else { return }
+                try transaction.upsert(
+                    LocalFlags.markUpdated(entry.record), into: "accounts", entryId: entry.entryId)
             }
             try await f.client.adminDelete(type: "Account", ids: Array(accounts[0..<4]))
             try await f.client.adminDelete(type: "Contact", ids: [contacts[0]])
@@ -41,7 +45,8 @@ struct GhostTests {
     func stopDuringGhosts() async throws {
         try await withSyncFixture { f in
             let accounts = try await f.client.adminSeed(type: "Account", count: 6)
-            let sync = try await f.manager.syncDown(target: try f.soqlTarget(), soupName: "accounts", name: "acc")
+            let sync = try await f.manager.syncDown(
+                target: try f.soqlTarget(), soupName: "accounts", name: "acc")
             _ = await f.manager.waitForSync(id: sync.id)
             try await f.client.adminDelete(type: "Account", ids: Array(accounts[0..<3]))
             try await f.client.adminSetFaults(["latencyMs": 5000])

@@ -10,12 +10,14 @@ struct ReSyncTests {
     func reSyncAfterDone() async throws {
         try await withSyncFixture { f in
             let ids = try await f.client.adminSeed(type: "Account", count: 20)
-            let sync = try await f.manager.syncDown(target: try f.soqlTarget(batchSize: 5), soupName: "accounts", name: "acc")
+            let sync = try await f.manager.syncDown(
+                target: try f.soqlTarget(batchSize: 5), soupName: "accounts", name: "acc")
             let done = try #require(await f.manager.waitForSync(id: sync.id))
             #expect(done.status == .done && done.progress == 100 && done.totalSize == 20)
             #expect(try f.store.count(in: "accounts") == 20)
 
-            try await f.client.adminTouch(type: "Account", ids: Array(ids[3..<6]), fields: ["Name": "changed"])
+            try await f.client.adminTouch(
+                type: "Account", ids: Array(ids[3..<6]), fields: ["Name": "changed"])
             try await f.client.adminResetStats()
             try await f.manager.reSync(id: sync.id)
             let again = try #require(await f.manager.waitForSync(id: sync.id))
@@ -38,12 +40,19 @@ struct ReSyncTests {
     func errors() async throws {
         try await withSyncFixture { f in
             try await f.client.adminSeed(type: "Account", count: 6)
-            await #expect { try await f.manager.reSync(name: "nope") } throws: { ($0 as? SyncError)?.code == .unknownSync }
-            await #expect { try await f.manager.reSync(id: 999) } throws: { ($0 as? SyncError)?.code == .unknownSync }
+            await #expect { try await f.manager.reSync(name: "nope") } throws: {
+                ($0 as? SyncError)?.code == .unknownSync
+            }
+            await #expect { try await f.manager.reSync(id: 999) } throws: {
+                ($0 as? SyncError)?.code == .unknownSync
+            }
 
             try await f.client.adminSetFaults(["latencyMs": 100])
-            let sync = try await f.manager.syncDown(target: try f.soqlTarget(batchSize: 2), soupName: "accounts", name: "slow")
-            await #expect { try await f.manager.reSync(id: sync.id) } throws: { ($0 as? SyncError)?.code == .alreadyRunning }
+            let sync = try await f.manager.syncDown(
+                target: try f.soqlTarget(batchSize: 2), soupName: "accounts", name: "slow")
+            await #expect { try await f.manager.reSync(id: sync.id) } throws: {
+                ($0 as? SyncError)?.code == .alreadyRunning
+            }
             await #expect {
                 try await f.manager.syncDown(target: try f.soqlTarget(), soupName: "accounts", name: "slow")
             } throws: { ($0 as? StoreError)?.code == .duplicateSyncName }
@@ -78,21 +87,28 @@ struct ReSyncTests {
 struct MergeModeTests {
     func editLocally(_ f: SyncFixture, id: String, name: String) async throws {
         try await f.store.write { transaction in
-            guard var entry = try transaction.entry(where: "Id", equals: .string(id), in: "accounts") else { return }
+            guard var entry = try transaction.entry(where: "Id", equals: .string(id), in: "accounts") else {
+                return
+            }
             entry.record["Name"] = .string(name)
-            try transaction.upsert(LocalFlags.markUpdated(entry.record), into: "accounts", entryId: entry.entryId)
+            try transaction.upsert(
+                LocalFlags.markUpdated(entry.record), into: "accounts", entryId: entry.entryId)
         }
     }
 
-    @Test("leaveIfChanged keeps local edits on sync down; overwrite replaces them", arguments: [MergeMode.leaveIfChanged, .overwrite])
+    @Test(
+        "leaveIfChanged keeps local edits on sync down; overwrite replaces them",
+        arguments: [MergeMode.leaveIfChanged, .overwrite])
     func syncDownMerge(mode: MergeMode) async throws {
         try await withSyncFixture { f in
             let ids = try await f.client.adminSeed(type: "Account", count: 4)
             let sync = try await f.manager.syncDown(
-                target: try f.soqlTarget(), options: SyncOptions(mergeMode: mode), soupName: "accounts", name: "m")
+                target: try f.soqlTarget(), options: SyncOptions(mergeMode: mode), soupName: "accounts",
+                name: "m")
             _ = await f.manager.waitForSync(id: sync.id)
             try await editLocally(f, id: ids[0], name: "local edit")
-            try await f.client.adminTouch(type: "Account", ids: [ids[0], ids[1]], fields: ["Name": "server edit"])
+            try await f.client.adminTouch(
+                type: "Account", ids: [ids[0], ids[1]], fields: ["Name": "server edit"])
             try await f.manager.reSync(id: sync.id)
             #expect(await f.manager.waitForSync(id: sync.id)?.status == .done)
             let local = try f.local()

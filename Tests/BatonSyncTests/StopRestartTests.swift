@@ -14,7 +14,8 @@ struct StopRestartTests {
             try await f.client.adminSetFaults(["latencyMs": 150])
             let log = UpdateLog()
             let sync = try await f.manager.syncDown(
-                target: try f.soqlTarget(batchSize: 1), soupName: "accounts", name: "accounts", onUpdate: log.block)
+                target: try f.soqlTarget(batchSize: 1), soupName: "accounts", name: "accounts",
+                onUpdate: log.block)
             #expect(sync.status == .running)
 
             // Stop while the request for page 6 is in flight.
@@ -35,7 +36,9 @@ struct StopRestartTests {
             #expect(local.count == 5)
             #expect(Set(local.keys) == Set(ids.prefix(5)))
             let fifth = try #require(try await f.client.get(type: "Account", id: ids[4]))
-            #expect(stopped.maxTimeStamp == DateTimeLiteral.milliseconds(fifth["LastModifiedDate"]?.stringValue ?? ""))
+            #expect(
+                stopped.maxTimeStamp
+                    == DateTimeLiteral.milliseconds(fifth["LastModifiedDate"]?.stringValue ?? ""))
 
             // reSync while stopped fails with a typed error.
             await #expect {
@@ -61,7 +64,9 @@ struct StopRestartTests {
             #expect(all.count == 10)
             #expect(try f.store.count(in: "accounts") == 10)
             let tenth = try #require(try await f.client.get(type: "Account", id: ids[9]))
-            #expect(final.maxTimeStamp == DateTimeLiteral.milliseconds(tenth["LastModifiedDate"]?.stringValue ?? ""))
+            #expect(
+                final.maxTimeStamp
+                    == DateTimeLiteral.milliseconds(tenth["LastModifiedDate"]?.stringValue ?? ""))
         }
     }
 
@@ -73,9 +78,11 @@ struct StopRestartTests {
             try await f.client.adminSetFaults(["latencyMs": 100])
             let log = UpdateLog()
             let first = try await f.manager.syncDown(
-                target: try f.soqlTarget(batchSize: 2), soupName: "accounts", name: "first", onUpdate: log.block)
+                target: try f.soqlTarget(batchSize: 2), soupName: "accounts", name: "first",
+                onUpdate: log.block)
             let second = try await f.manager.syncDown(
-                target: try f.soqlTarget("SELECT Id, Name FROM Contact", batchSize: 2), soupName: "contacts", name: "second")
+                target: try f.soqlTarget("SELECT Id, Name FROM Contact", batchSize: 2), soupName: "contacts",
+                name: "second")
             #expect(second.status == .running)  // queued syncs report running
             _ = await log.first { $0.id == first.id && $0.progress == 50 }
             await f.manager.stop()
@@ -111,7 +118,8 @@ struct StopRestartTests {
         try await withSyncFixture { f in
             let ids = try await f.client.adminSeed(type: "Account", count: 100, timeStamps: 3)
             try await f.client.adminSetFaults(["latencyMs": 30])
-            let sync = try await f.manager.syncDown(target: try f.soqlTarget(batchSize: 7), soupName: "accounts", name: "ties")
+            let sync = try await f.manager.syncDown(
+                target: try f.soqlTarget(batchSize: 7), soupName: "accounts", name: "ties")
             var stops = 0
             while true {
                 let log = UpdateLog()
@@ -154,11 +162,15 @@ struct StopRestartTests {
         try await withSyncFixture { f in
             try await f.client.adminSeed(type: "Account", count: 6)
             try await f.client.adminSeed(type: "Contact", count: 3)
-            let cancelling: SyncUpdateBlock = { state in state.progress >= 50 && state.status == .running ? .cancel : .proceed }
+            let cancelling: SyncUpdateBlock = { state in
+                state.progress >= 50 && state.status == .running ? .cancel : .proceed
+            }
             let cancelled = try await f.manager.syncDown(
-                target: try f.soqlTarget(batchSize: 1), soupName: "accounts", name: "cancelled", onUpdate: cancelling)
+                target: try f.soqlTarget(batchSize: 1), soupName: "accounts", name: "cancelled",
+                onUpdate: cancelling)
             let other = try await f.manager.syncDown(
-                target: try f.soqlTarget("SELECT Id FROM Contact", batchSize: 1), soupName: "contacts", name: "other")
+                target: try f.soqlTarget("SELECT Id FROM Contact", batchSize: 1), soupName: "contacts",
+                name: "other")
             let cancelledState = try #require(await f.manager.waitForSync(id: cancelled.id))
             #expect(cancelledState.status == .stopped)
             #expect(cancelledState.progress == 50)
@@ -176,7 +188,8 @@ struct StopRestartTests {
             try await f.client.adminSeed(type: "Account", count: 5)
             // A sync some dead process left running.
             let target = try f.soqlTarget(batchSize: 2)
-            let created = try await f.manager.createSyncDown(target: target, soupName: "accounts", name: "orphan")
+            let created = try await f.manager.createSyncDown(
+                target: target, soupName: "accounts", name: "orphan")
             let id = created.id
             try await f.store.write { transaction in
                 guard var row = try transaction.syncState(id: id) else { return }
@@ -197,7 +210,9 @@ struct StopRestartTests {
             // A finished sync proves the fixture's run() loop is up.
             let sync = try await f.manager.syncDown(target: try f.soqlTarget(), soupName: "accounts")
             #expect(await f.manager.waitForSync(id: sync.id)?.status == .done)
-            await #expect { try await f.manager.run() } throws: { ($0 as? SyncError)?.code == .alreadyRunning }
+            await #expect { try await f.manager.run() } throws: {
+                ($0 as? SyncError)?.code == .alreadyRunning
+            }
         }
     }
 }

@@ -39,10 +39,18 @@ struct SyncFixture: Sendable {
 /// Runs `body` with a fixture; the manager runs in a child task cancelled at the end.
 func withSyncFixture(_ body: @Sendable (SyncFixture) async throws -> Void) async throws {
     let temp = try TemporaryDirectory()
-    let store = try SharedStore.open(directory: try SharedDirectory(path: temp.path + "/shared"), logger: Logger(label: "test"))
-    let server = try await ReferenceServer.start(.init(token: "sync-test"))
-    let client = RESTClient(baseURL: server.url, token: server.token, retry: .init(maxAttempts: 3, initialBackoff: .milliseconds(20)))
-    let manager = SyncManager(store: store, targetFactory: RESTTargetFactory(client: client))
+    let store = try SharedStore.open(
+        directory: try SharedDirectory(path: temp.path + "/shared"), logger: Logger(label: "test"))
+    var quiet = Logger(label: "test.server")
+    quiet.logLevel = .critical  // the server logs its own shutdown as an error
+    let server = try await ReferenceServer.start(.init(token: "sync-test"), logger: quiet)
+    let client = RESTClient(
+        baseURL: server.url, token: server.token,
+        retry: .init(maxAttempts: 3, initialBackoff: .milliseconds(20)))
+    var managerLogger = Logger(label: "test.sync")
+    managerLogger.logLevel = .warning
+    let manager = SyncManager(
+        store: store, targetFactory: RESTTargetFactory(client: client), logger: managerLogger)
     let fixture = SyncFixture(server: server, client: client, store: store, manager: manager)
     do {
         try await withThrowingTaskGroup(of: Void.self) { group in

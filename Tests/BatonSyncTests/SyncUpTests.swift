@@ -7,7 +7,8 @@ import Testing
 struct SyncUpTests {
     /// Syncs the server's accounts down, then returns the local entries by server id.
     func fetchDown(_ f: SyncFixture) async throws -> [String: SoupEntry] {
-        let sync = try await f.manager.syncDown(target: try f.soqlTarget(), soupName: "accounts", name: "down")
+        let sync = try await f.manager.syncDown(
+            target: try f.soqlTarget(), soupName: "accounts", name: "down")
         _ = await f.manager.waitForSync(id: sync.id)
         var byId: [String: SoupEntry] = [:]
         for entry in try f.store.query(.all, in: "accounts") {
@@ -16,7 +17,9 @@ struct SyncUpTests {
         return byId
     }
 
-    func mark(_ f: SyncFixture, _ entry: SoupEntry, _ change: @escaping @Sendable (JSONObject) -> JSONObject) async throws {
+    func mark(_ f: SyncFixture, _ entry: SoupEntry, _ change: @escaping @Sendable (JSONObject) -> JSONObject)
+        async throws
+    {
         let entryId = entry.entryId
         try await f.store.write { transaction in
             guard let current = try transaction.entry(entryId, in: "accounts") else { return }
@@ -24,8 +27,11 @@ struct SyncUpTests {
         }
     }
 
-    func runUp(_ f: SyncFixture, _ options: SyncOptions = SyncOptions(), batchSize: Int = 200) async throws -> SyncState {
-        let sync = try await f.manager.syncUp(target: try f.upTarget(batchSize: batchSize), options: options, soupName: "accounts")
+    func runUp(_ f: SyncFixture, _ options: SyncOptions = SyncOptions(), batchSize: Int = 200) async throws
+        -> SyncState
+    {
+        let sync = try await f.manager.syncUp(
+            target: try f.upTarget(batchSize: batchSize), options: options, soupName: "accounts")
         return try #require(await f.manager.waitForSync(id: sync.id))
     }
 
@@ -34,7 +40,9 @@ struct SyncUpTests {
         try await withSyncFixture { f in
             let ids = try await f.client.adminSeed(type: "Account", count: 3)
             let local = try await fetchDown(f)
-            try await mark(f, local[ids[0]]!) { var r = $0; r["Name"] = "renamed"; return LocalFlags.markUpdated(r) }
+            try await mark(f, local[ids[0]]!) {
+                var r = $0; r["Name"] = "renamed"; return LocalFlags.markUpdated(r)
+            }
             try await mark(f, local[ids[1]]!) { LocalFlags.markDeleted($0) }
             try f.store.registerSoup("accounts", indexSpecs: [])
             try f.store.upsert(LocalFlags.markCreated(["Name": "brand new"]), into: "accounts")
@@ -63,7 +71,8 @@ struct SyncUpTests {
     func createdThenDeleted() async throws {
         try await withSyncFixture { f in
             try f.store.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
-            try f.store.upsert(LocalFlags.markDeleted(LocalFlags.markCreated(["Name": "ephemeral"])), into: "accounts")
+            try f.store.upsert(
+                LocalFlags.markDeleted(LocalFlags.markCreated(["Name": "ephemeral"])), into: "accounts")
             try await f.client.adminResetStats()
             let requestsBefore = try await f.client.adminStats().value(atPath: "requests")?.intValue ?? 0
             let state = try await runUp(f)
@@ -75,13 +84,16 @@ struct SyncUpTests {
         }
     }
 
-    @Test("a record deleted on the server is recreated under overwrite, left with an error under leaveIfChanged",
-          arguments: [MergeMode.overwrite, .leaveIfChanged])
+    @Test(
+        "a record deleted on the server is recreated under overwrite, left with an error under leaveIfChanged",
+        arguments: [MergeMode.overwrite, .leaveIfChanged])
     func remoteDeleted(mode: MergeMode) async throws {
         try await withSyncFixture { f in
             let ids = try await f.client.adminSeed(type: "Account", count: 1)
             let local = try await fetchDown(f)
-            try await mark(f, local[ids[0]]!) { var r = $0; r["Name"] = "edited"; return LocalFlags.markUpdated(r) }
+            try await mark(f, local[ids[0]]!) {
+                var r = $0; r["Name"] = "edited"; return LocalFlags.markUpdated(r)
+            }
             try await f.client.adminDelete(type: "Account", ids: ids)
             let state = try await runUp(f, SyncOptions(mergeMode: mode))
             #expect(state.status == .done)
@@ -106,12 +118,17 @@ struct SyncUpTests {
             let ids = try await f.client.adminSeed(type: "Account", count: 2)
             let local = try await fetchDown(f)
             for id in ids {
-                try await mark(f, local[id]!) { var r = $0; r["Name"] = "local"; return LocalFlags.markUpdated(r) }
+                try await mark(f, local[id]!) {
+                    var r = $0; r["Name"] = "local"; return LocalFlags.markUpdated(r)
+                }
             }
             try await f.client.adminTouch(type: "Account", ids: [ids[0]], fields: ["Name": "server"])
             let state = try await runUp(f, SyncOptions(mergeMode: .leaveIfChanged))
             #expect(state.status == .done)
-            let server = Dictionary(uniqueKeysWithValues: try await f.client.adminRecords(type: "Account").map { ($0["Id"]!.stringValue!, $0) })
+            let server = Dictionary(
+                uniqueKeysWithValues: try await f.client.adminRecords(type: "Account").map {
+                    ($0["Id"]!.stringValue!, $0)
+                })
             #expect(server[ids[0]]?["Name"] == "server")
             #expect(server[ids[1]]?["Name"] == "local")
             let after = try f.local()
@@ -138,7 +155,8 @@ struct SyncUpTests {
         }
     }
 
-    @Test("the server dropping the response after committing a create, then a retry, leaves one server record")
+    @Test(
+        "the server dropping the response after committing a create, then a retry, leaves one server record")
     func droppedAfterCommit() async throws {
         try await withSyncFixture { f in
             try f.store.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
@@ -161,7 +179,10 @@ struct SyncUpTests {
         try await withSyncFixture { f in
             let ids = try await f.client.adminSeed(type: "Account", count: 1)
             let local = try await fetchDown(f)
-            try await mark(f, local[ids[0]]!) { var r = $0; r["Name"] = "sent"; r["Secret__c"] = "kept local"; return LocalFlags.markUpdated(r) }
+            try await mark(f, local[ids[0]]!) {
+                var r = $0; r["Name"] = "sent"; r["Secret__c"] = "kept local";
+                return LocalFlags.markUpdated(r)
+            }
             _ = try await runUp(f, SyncOptions(mergeMode: .overwrite, fieldlist: ["Name"]))
             let server = try #require(try await f.client.get(type: "Account", id: ids[0]))
             #expect(server["Name"] == "sent")

@@ -83,8 +83,10 @@ final class BatonProcess: Sendable {
         let notify = self.notify
         // One thread per pipe doing blocking reads until end of file: Foundation's
         // readabilityHandler can miss the end of file on Linux.
-        Self.drain(stdoutPipe.fileHandleForReading.fileDescriptor, output: output, notify: notify, isStdout: true)
-        Self.drain(stderrPipe.fileHandleForReading.fileDescriptor, output: output, notify: notify, isStdout: false)
+        Self.drain(
+            stdoutPipe.fileHandleForReading.fileDescriptor, output: output, notify: notify, isStdout: true)
+        Self.drain(
+            stderrPipe.fileHandleForReading.fileDescriptor, output: output, notify: notify, isStdout: false)
         process.terminationHandler = { _ in
             output.withLock { $0.terminated = true }
             notify.yield()
@@ -123,7 +125,8 @@ final class BatonProcess: Sendable {
 
     /// Waits until `condition` holds for the output, or fails after `timeout`.
     func waitForOutput(
-        _ what: String, timeout: Duration = .seconds(60), _ condition: @escaping @Sendable (String, String) -> Bool
+        _ what: String, timeout: Duration = .seconds(60),
+        _ condition: @escaping @Sendable (String, String) -> Bool
     ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -137,7 +140,9 @@ final class BatonProcess: Sendable {
             }
             group.addTask {
                 try await Task.sleep(for: timeout)
-                let state = self.output.withLock { "terminated=\($0.terminated) stdoutEOF=\($0.stdoutClosed) stderrEOF=\($0.stderrClosed) running=\(self.process.isRunning)" }
+                let state = self.output.withLock {
+                    "terminated=\($0.terminated) stdoutEOF=\($0.stdoutClosed) stderrEOF=\($0.stderrClosed) running=\(self.process.isRunning)"
+                }
                 throw ProcessTimeout(what: "\(what) [\(state)]")
             }
             // Kick the first check in case the output is already there.
@@ -149,7 +154,9 @@ final class BatonProcess: Sendable {
 
     /// Waits for a line on stdout containing `text`.
     func waitForLine(containing text: String, timeout: Duration = .seconds(60)) async throws {
-        try await waitForOutput("a line containing '\(text)'", timeout: timeout) { out, _ in out.contains(text) }
+        try await waitForOutput("a line containing '\(text)'", timeout: timeout) { out, _ in
+            out.contains(text)
+        }
     }
 
     /// Exited, and both pipes read to end of file.
@@ -160,7 +167,8 @@ final class BatonProcess: Sendable {
     /// Waits for exit; kills the process and throws if it takes longer than `timeout`.
     func wait(timeout: Duration = .seconds(120)) async throws -> ProcessResult {
         do {
-            try await waitForOutput("exit of baton \(arguments.joined(separator: " "))", timeout: timeout) { _, _ in
+            try await waitForOutput("exit of baton \(arguments.joined(separator: " "))", timeout: timeout) {
+                _, _ in
                 self.isFinished
             }
         } catch {

@@ -9,12 +9,16 @@ struct CLIErrorTests {
         let temp = try TemporaryDirectory()
         let dir = temp.path + "/shared"
         for soup in ["accounts", "contacts"] {
-            let created = try await BatonProcess.run(["store", "soup", "create", "--dir", dir, soup, "--index", "Id"])
+            let created = try await BatonProcess.run([
+                "store", "soup", "create", "--dir", dir, soup, "--index", "Id",
+            ])
             #expect(created.status == 0)
         }
         _ = try await BatonProcess.run(
             ["store", "upsert", "--dir", dir, "--soup", "accounts", "{\"Id\":\"a\"}", "{\"Id\":\"b\"}"])
-        _ = try await BatonProcess.run(["store", "upsert", "--dir", dir, "--soup", "contacts", "{\"Id\":\"c\"}"])
+        _ = try await BatonProcess.run([
+            "store", "upsert", "--dir", dir, "--soup", "contacts", "{\"Id\":\"c\"}",
+        ])
         let info = try await BatonProcess.run(["store", "info", "--dir", dir, "--json"])
         #expect(info.status == 0)
         let object = try JSONValue(parsing: info.stdout)
@@ -39,8 +43,14 @@ struct CLIErrorTests {
     static let badInputs: [(String, [String], String?, String)] = [
         ("unknown soup", ["store", "upsert", "--soup", "nope", "{}"], nil, "no soup named 'nope'"),
         ("malformed JSON", ["store", "upsert", "--soup", "accounts", "{bad"], nil, "malformed JSON"),
-        ("malformed JSON on stdin", ["store", "upsert", "--soup", "accounts"], "{\"a\":1}\n[1,\n", "record 2"),
-        ("bad index type", ["store", "soup", "create", "x", "--index", "Id:uuid"], nil, "unknown index type"),
+        (
+            "malformed JSON on stdin", ["store", "upsert", "--soup", "accounts"], "{\"a\":1}\n[1,\n",
+            "record 2"
+        ),
+        (
+            "bad index type", ["store", "soup", "create", "x", "--index", "Id:uuid"], nil,
+            "unknown index type"
+        ),
         ("bad soup name", ["store", "soup", "create", "no/slash"], nil, "invalid soup name"),
     ]
 

@@ -18,7 +18,8 @@ struct ServeCommandTests {
         #expect(token.count >= 32)
 
         let client = RESTClient(baseURL: url, token: token, retry: .none)
-        let page = try await client.queryFirstPage("SELECT Id, Name FROM Account ORDER BY LastModifiedDate LIMIT 5")
+        let page = try await client.queryFirstPage(
+            "SELECT Id, Name FROM Account ORDER BY LastModifiedDate LIMIT 5")
         #expect(page.records.count == 5)
         #expect(page.totalSize == 5)
 

@@ -25,11 +25,15 @@ struct StoreProcessTests {
         #expect(soups.first?.value(atPath: "name") == "accounts")
     }
 
-    @Test("a reader in another process sees the last commit while a writer holds a transaction; a killed writer loses only its transaction")
+    @Test(
+        "a reader in another process sees the last commit while a writer holds a transaction; a killed writer loses only its transaction"
+    )
     func readerNotBlockedAndKilledWriter() async throws {
         let temp = try TemporaryDirectory()
         let dir = temp.path + "/shared"
-        let create = try await BatonProcess.run(["store", "soup", "create", "--dir", dir, "accounts", "--index", "Id"])
+        let create = try await BatonProcess.run([
+            "store", "soup", "create", "--dir", dir, "accounts", "--index", "Id",
+        ])
         #expect(create.status == 0)
         let committed = try await BatonProcess.run(
             ["store", "upsert", "--dir", dir, "--soup", "accounts", "--external-id", "Id"],
@@ -37,7 +41,10 @@ struct StoreProcessTests {
         #expect(committed.status == 0, "stderr: \(committed.stderr)")
 
         let holder = try BatonProcess(
-            ["store", "upsert", "--dir", dir, "--soup", "accounts", "--hold-transaction", "{\"Id\":\"3\"}", "{\"Id\":\"4\"}"])
+            [
+                "store", "upsert", "--dir", dir, "--soup", "accounts", "--hold-transaction", "{\"Id\":\"3\"}",
+                "{\"Id\":\"4\"}",
+            ])
         try await holder.waitForLine(containing: "holding transaction")
 
         // Another process reads while the write transaction is open: it answers (bounded by

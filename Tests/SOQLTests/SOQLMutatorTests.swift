@@ -22,8 +22,10 @@ struct SOQLMutatorTests {
             ("SELECT Name FROM Account", "SELECT Name, Id, LastModifiedDate FROM Account"),
             ("SELECT id, Name FROM Account", "SELECT id, Name, LastModifiedDate FROM Account"),
             ("SELECT Id, LastModifiedDate FROM Account", "SELECT Id, LastModifiedDate FROM Account"),
-            ("SELECT Name, (SELECT Id FROM Contacts) FROM Account",
-             "SELECT Name, (SELECT Id FROM Contacts), Id, LastModifiedDate FROM Account"),
+            (
+                "SELECT Name, (SELECT Id FROM Contacts) FROM Account",
+                "SELECT Name, (SELECT Id FROM Contacts), Id, LastModifiedDate FROM Account"
+            ),
         ])
     func addFields(text: String, expected: String) throws {
         #expect(try SOQLQuery(parsing: text).addingFields(["Id", "LastModifiedDate"]).soql == expected)
@@ -33,11 +35,19 @@ struct SOQLMutatorTests {
         "ORDER BY LastModifiedDate is added only when there is no top-level ORDER BY",
         arguments: [
             ("SELECT Id FROM Account", "SELECT Id FROM Account ORDER BY LastModifiedDate"),
-            ("SELECT Id FROM Account WHERE a = 1 LIMIT 5", "SELECT Id FROM Account WHERE a = 1 ORDER BY LastModifiedDate LIMIT 5"),
+            (
+                "SELECT Id FROM Account WHERE a = 1 LIMIT 5",
+                "SELECT Id FROM Account WHERE a = 1 ORDER BY LastModifiedDate LIMIT 5"
+            ),
             ("SELECT Id FROM Account ORDER BY Name", "SELECT Id FROM Account ORDER BY Name"),
-            ("SELECT Id FROM Account ORDER BY LastModifiedDate DESC", "SELECT Id FROM Account ORDER BY LastModifiedDate DESC"),
-            ("SELECT Id, (SELECT Id FROM Contacts ORDER BY Name) FROM Account",
-             "SELECT Id, (SELECT Id FROM Contacts ORDER BY Name) FROM Account ORDER BY LastModifiedDate"),
+            (
+                "SELECT Id FROM Account ORDER BY LastModifiedDate DESC",
+                "SELECT Id FROM Account ORDER BY LastModifiedDate DESC"
+            ),
+            (
+                "SELECT Id, (SELECT Id FROM Contacts ORDER BY Name) FROM Account",
+                "SELECT Id, (SELECT Id FROM Contacts ORDER BY Name) FROM Account ORDER BY LastModifiedDate"
+            ),
         ])
     func addOrderBy(text: String, expected: String) throws {
         #expect(try SOQLQuery(parsing: text).addingOrderBy("LastModifiedDate").soql == expected)
@@ -46,16 +56,23 @@ struct SOQLMutatorTests {
     @Test(
         "the time-stamp predicate goes first in WHERE, before ORDER BY and LIMIT",
         arguments: [
-            ("SELECT Id FROM Account", false,
-             "SELECT Id FROM Account WHERE LastModifiedDate > 2024-02-29T12:34:56.789+0000"),
-            ("SELECT Id FROM Account WHERE a = 1 OR b = 2 ORDER BY LastModifiedDate LIMIT 10", true,
-             "SELECT Id FROM Account WHERE LastModifiedDate >= 2024-02-29T12:34:56.789+0000 AND (a = 1 OR b = 2) ORDER BY LastModifiedDate LIMIT 10"),
-            ("SELECT Id FROM Account WHERE a = 1 AND b = 2", false,
-             "SELECT Id FROM Account WHERE LastModifiedDate > 2024-02-29T12:34:56.789+0000 AND (a = 1 AND b = 2)"),
+            (
+                "SELECT Id FROM Account", false,
+                "SELECT Id FROM Account WHERE LastModifiedDate > 2024-02-29T12:34:56.789+0000"
+            ),
+            (
+                "SELECT Id FROM Account WHERE a = 1 OR b = 2 ORDER BY LastModifiedDate LIMIT 10", true,
+                "SELECT Id FROM Account WHERE LastModifiedDate >= 2024-02-29T12:34:56.789+0000 AND (a = 1 OR b = 2) ORDER BY LastModifiedDate LIMIT 10"
+            ),
+            (
+                "SELECT Id FROM Account WHERE a = 1 AND b = 2", false,
+                "SELECT Id FROM Account WHERE LastModifiedDate > 2024-02-29T12:34:56.789+0000 AND (a = 1 AND b = 2)"
+            ),
         ])
     func timeStampFilter(text: String, inclusive: Bool, expected: String) throws {
         let query = try SOQLQuery(parsing: text)
-            .addingTimeStampFilter(field: "LastModifiedDate", milliseconds: 1_709_210_096_789, inclusive: inclusive)
+            .addingTimeStampFilter(
+                field: "LastModifiedDate", milliseconds: 1_709_210_096_789, inclusive: inclusive)
         #expect(query.soql == expected)
         #expect(try SOQLQuery(parsing: query.soql) == query)
     }
@@ -63,9 +80,15 @@ struct SOQLMutatorTests {
     @Test(
         "the remote-id form selects Id, keeps WHERE and LIMIT, drops ORDER BY",
         arguments: [
-            ("SELECT Name, Industry FROM Account WHERE a = 1 ORDER BY Name LIMIT 50", "SELECT Id FROM Account WHERE a = 1 LIMIT 50"),
+            (
+                "SELECT Name, Industry FROM Account WHERE a = 1 ORDER BY Name LIMIT 50",
+                "SELECT Id FROM Account WHERE a = 1 LIMIT 50"
+            ),
             ("SELECT Name FROM Account", "SELECT Id FROM Account"),
-            ("SELECT Name, (SELECT Id FROM Contacts) FROM Account ORDER BY LastModifiedDate DESC", "SELECT Id FROM Account"),
+            (
+                "SELECT Name, (SELECT Id FROM Contacts) FROM Account ORDER BY LastModifiedDate DESC",
+                "SELECT Id FROM Account"
+            ),
         ])
     func idQuery(text: String, expected: String) throws {
         #expect(try SOQLQuery(parsing: text).idQuery.soql == expected)

@@ -29,9 +29,14 @@ struct SOQLParserTests {
     @Test(
         "keywords are case-insensitive and spacing is free",
         arguments: [
-            ("select id from Account where name='x' order by name desc limit 5",
-             "SELECT id FROM Account WHERE name = 'x' ORDER BY name DESC LIMIT 5"),
-            ("SELECT  Id ,Name\nFROM Account\tWHERE Amount<>5", "SELECT Id, Name FROM Account WHERE Amount != 5"),
+            (
+                "select id from Account where name='x' order by name desc limit 5",
+                "SELECT id FROM Account WHERE name = 'x' ORDER BY name DESC LIMIT 5"
+            ),
+            (
+                "SELECT  Id ,Name\nFROM Account\tWHERE Amount<>5",
+                "SELECT Id, Name FROM Account WHERE Amount != 5"
+            ),
             ("Select Id From Account Where Not a = 1", "SELECT Id FROM Account WHERE NOT a = 1"),
         ])
     func caseInsensitive(input: String, expected: String) throws {
@@ -77,7 +82,9 @@ struct SOQLParserTests {
 
     @Test("nesting beyond the limit is refused, not a crash")
     func nestingLimit() {
-        let deep = "SELECT Id FROM A WHERE " + String(repeating: "(", count: 100) + "a = 1" + String(repeating: ")", count: 100)
+        let deep =
+            "SELECT Id FROM A WHERE " + String(repeating: "(", count: 100) + "a = 1"
+            + String(repeating: ")", count: 100)
         #expect(throws: SOQLError.self) { try SOQLQuery(parsing: deep) }
         let notChain = "SELECT Id FROM A WHERE " + String(repeating: "NOT ", count: 100) + "a = 1"
         #expect(throws: SOQLError.self) { try SOQLQuery(parsing: notChain) }

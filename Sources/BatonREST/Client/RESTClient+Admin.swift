@@ -6,10 +6,14 @@ extension RESTClient {
     /// Seeds `count` records of `type` with `timeStamps` distinct LastModifiedDates; returns the
     /// ids when there are at most 1000.
     @discardableResult
-    public func adminSeed(type: String, count: Int, timeStamps: Int? = nil, bytes: Int = 0, fields: JSONObject = [:])
+    public func adminSeed(
+        type: String, count: Int, timeStamps: Int? = nil, bytes: Int = 0, fields: JSONObject = [:]
+    )
         async throws -> [String]
     {
-        var body: JSONObject = ["type": .string(type), "count": .int(Int64(count)), "bytes": .int(Int64(bytes))]
+        var body: JSONObject = [
+            "type": .string(type), "count": .int(Int64(count)), "bytes": .int(Int64(bytes)),
+        ]
         if let timeStamps { body["timeStamps"] = .int(Int64(timeStamps)) }
         if !fields.isEmpty { body["fields"] = .object(fields) }
         let reply = try await send(.POST, "/admin/seed", body: .object(body), idempotent: false)
@@ -18,7 +22,8 @@ extension RESTClient {
 
     /// Modifies records (given ids, or `count` random ones); returns the ids touched.
     @discardableResult
-    public func adminTouch(type: String, ids: [String]? = nil, count: Int? = nil, fields: JSONObject = [:]) async throws
+    public func adminTouch(type: String, ids: [String]? = nil, count: Int? = nil, fields: JSONObject = [:])
+        async throws
         -> [String]
     {
         var body: JSONObject = ["type": .string(type), "fields": .object(fields)]

@@ -42,7 +42,8 @@ public struct CompositeResult: Sendable, Hashable {
         success = value.value(atPath: "success")?.boolValue ?? false
         created = value.value(atPath: "created")?.boolValue
         let error = value.value(atPath: "errors")?.arrayValue?.first
-        errorCode = error?.value(atPath: "statusCode")?.stringValue ?? error?.value(atPath: "errorCode")?.stringValue
+        errorCode =
+            error?.value(atPath: "statusCode")?.stringValue ?? error?.value(atPath: "errorCode")?.stringValue
         message = error?.value(atPath: "message")?.stringValue
     }
 }
@@ -51,7 +52,8 @@ extension RESTClient {
     /// The first page of `soql`, with an optional batch size (1–2000).
     public func queryFirstPage(_ soql: String, batchSize: Int? = nil) async throws -> QueryPage {
         let headers = batchSize.map { [("Sforce-Query-Options", "batchSize=\($0)")] } ?? []
-        let reply = try await send(.GET, "\(apiPath)/query?q=\(Self.encode(soql))", headers: headers, idempotent: true)
+        let reply = try await send(
+            .GET, "\(apiPath)/query?q=\(Self.encode(soql))", headers: headers, idempotent: true)
         return try QueryPage(reply.body)
     }
 
@@ -70,7 +72,8 @@ extension RESTClient {
 
     /// Creates a record; returns its id. Not retried (a create is not idempotent; use upsert).
     public func create(type: String, fields: JSONObject) async throws -> String {
-        let reply = try await send(.POST, "\(apiPath)/sobjects/\(Self.encode(type))", body: .object(fields), idempotent: false)
+        let reply = try await send(
+            .POST, "\(apiPath)/sobjects/\(Self.encode(type))", body: .object(fields), idempotent: false)
         guard let id = reply.body.value(atPath: "id")?.stringValue else {
             throw RESTError(.malformedResponse, "create response lacks an id")
         }
@@ -80,7 +83,8 @@ extension RESTClient {
     /// The record, or `nil` when it does not exist.
     public func get(type: String, id: String) async throws -> JSONObject? {
         do {
-            let reply = try await send(.GET, "\(apiPath)/sobjects/\(Self.encode(type))/\(Self.encode(id))", idempotent: true)
+            let reply = try await send(
+                .GET, "\(apiPath)/sobjects/\(Self.encode(type))/\(Self.encode(id))", idempotent: true)
             var record = reply.body.objectValue
             record?["attributes"] = nil
             return record
@@ -92,16 +96,20 @@ extension RESTClient {
     /// Updates fields of a record.
     public func update(type: String, id: String, fields: JSONObject) async throws {
         _ = try await send(
-            .PATCH, "\(apiPath)/sobjects/\(Self.encode(type))/\(Self.encode(id))", body: .object(fields), idempotent: true)
+            .PATCH, "\(apiPath)/sobjects/\(Self.encode(type))/\(Self.encode(id))", body: .object(fields),
+            idempotent: true)
     }
 
     /// Deletes a record.
     public func delete(type: String, id: String) async throws {
-        _ = try await send(.DELETE, "\(apiPath)/sobjects/\(Self.encode(type))/\(Self.encode(id))", idempotent: true)
+        _ = try await send(
+            .DELETE, "\(apiPath)/sobjects/\(Self.encode(type))/\(Self.encode(id))", idempotent: true)
     }
 
     /// Creates or updates the record whose `field` equals `value`. Safe to retry.
-    public func upsert(type: String, field: String, value: String, fields: JSONObject) async throws -> (id: String, created: Bool) {
+    public func upsert(type: String, field: String, value: String, fields: JSONObject) async throws -> (
+        id: String, created: Bool
+    ) {
         let reply = try await send(
             .PATCH, "\(apiPath)/sobjects/\(Self.encode(type))/\(Self.encode(field))/\(Self.encode(value))",
             body: .object(fields), idempotent: true)
@@ -112,21 +120,32 @@ extension RESTClient {
     }
 
     /// Creates up to 200 records (`attributes.type` is added from `type`).
-    public func compositeCreate(type: String, records: [JSONObject], allOrNone: Bool = false) async throws -> [CompositeResult] {
-        try await composite(.POST, "\(apiPath)/composite/sobjects", type: type, records: records, allOrNone: allOrNone, idempotent: false)
+    public func compositeCreate(type: String, records: [JSONObject], allOrNone: Bool = false) async throws
+        -> [CompositeResult]
+    {
+        try await composite(
+            .POST, "\(apiPath)/composite/sobjects", type: type, records: records, allOrNone: allOrNone,
+            idempotent: false)
     }
 
     /// Updates up to 200 records; each needs its `Id`.
-    public func compositeUpdate(type: String, records: [JSONObject], allOrNone: Bool = false) async throws -> [CompositeResult] {
-        try await composite(.PATCH, "\(apiPath)/composite/sobjects", type: type, records: records, allOrNone: allOrNone, idempotent: true)
+    public func compositeUpdate(type: String, records: [JSONObject], allOrNone: Bool = false) async throws
+        -> [CompositeResult]
+    {
+        try await composite(
+            .PATCH, "\(apiPath)/composite/sobjects", type: type, records: records, allOrNone: allOrNone,
+            idempotent: true)
     }
 
     /// Upserts up to 200 records on an external id field. Safe to retry.
-    public func compositeUpsert(type: String, externalIdField: String, records: [JSONObject], allOrNone: Bool = false)
+    public func compositeUpsert(
+        type: String, externalIdField: String, records: [JSONObject], allOrNone: Bool = false
+    )
         async throws -> [CompositeResult]
     {
         try await composite(
-            .PATCH, "\(apiPath)/composite/sobjects/\(Self.encode(type))/\(Self.encode(externalIdField))", type: type,
+            .PATCH, "\(apiPath)/composite/sobjects/\(Self.encode(type))/\(Self.encode(externalIdField))",
+            type: type,
             records: records, allOrNone: allOrNone, idempotent: true)
     }
 
@@ -139,7 +158,8 @@ extension RESTClient {
     }
 
     func composite(
-        _ method: HTTPMethod, _ path: String, type: String, records: [JSONObject], allOrNone: Bool, idempotent: Bool
+        _ method: HTTPMethod, _ path: String, type: String, records: [JSONObject], allOrNone: Bool,
+        idempotent: Bool
     ) async throws -> [CompositeResult] {
         let typed = records.map { record -> JSONValue in
             var copy = record
@@ -147,7 +167,8 @@ extension RESTClient {
             return .object(copy)
         }
         let reply = try await send(
-            method, path, body: ["allOrNone": .bool(allOrNone), "records": .array(typed)], idempotent: idempotent)
+            method, path, body: ["allOrNone": .bool(allOrNone), "records": .array(typed)],
+            idempotent: idempotent)
         return try Self.results(reply.body, expected: records.count)
     }
 

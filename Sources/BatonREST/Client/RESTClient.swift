@@ -64,17 +64,23 @@ public struct RESTClient: Sendable {
     /// - Parameter idempotent: retried on connection errors and 5xx when true.
     /// - Throws: ``RESTError``; status ≥ 400 becomes `.server` with the Salesforce error code.
     public func send(
-        _ method: HTTPMethod, _ path: String, body: JSONValue? = nil, headers: [(String, String)] = [], idempotent: Bool
+        _ method: HTTPMethod, _ path: String, body: JSONValue? = nil, headers: [(String, String)] = [],
+        idempotent: Bool
     ) async throws -> Reply {
         var attempt = 1
         var backoff = retry.initialBackoff
         while true {
             do {
                 return try await sendOnce(method, path, body: body, headers: headers)
-            } catch let error as RESTError where idempotent && error.isRetryable && attempt < retry.maxAttempts {
+            } catch let error as RESTError
+                where idempotent && error.isRetryable && attempt < retry.maxAttempts
+            {
                 logger.debug(
                     "retrying REST call",
-                    metadata: ["baton.path": "\(Self.redacted(path))", "baton.attempt": "\(attempt)", "baton.error": "\(error)"])
+                    metadata: [
+                        "baton.path": "\(Self.redacted(path))", "baton.attempt": "\(attempt)",
+                        "baton.error": "\(error)",
+                    ])
                 attempt += 1
                 do {
                     try await Task.sleep(for: backoff)
@@ -86,7 +92,9 @@ public struct RESTClient: Sendable {
         }
     }
 
-    func sendOnce(_ method: HTTPMethod, _ path: String, body: JSONValue?, headers: [(String, String)]) async throws -> Reply {
+    func sendOnce(_ method: HTTPMethod, _ path: String, body: JSONValue?, headers: [(String, String)])
+        async throws -> Reply
+    {
         if Task.isCancelled { throw RESTError(.cancelled, "cancelled before sending") }
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
@@ -97,11 +105,13 @@ public struct RESTClient: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(string: body.jsonString))
         }
-        let timeoutNanos = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+        let timeoutNanos =
+            timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
         let status: Int
         let buffer: ByteBuffer
         do {
-            let response = try await http.execute(request, timeout: .nanoseconds(timeoutNanos), logger: logger)
+            let response = try await http.execute(
+                request, timeout: .nanoseconds(timeoutNanos), logger: logger)
             status = Int(response.status.code)
             buffer = try await response.body.collect(upTo: 64 * 1024 * 1024)
         } catch {
@@ -114,7 +124,9 @@ public struct RESTClient: Sendable {
             do {
                 parsed = try JSONValue(parsing: buffer.readableBytesView)
             } catch {
-                throw RESTError(.malformedResponse, "\(method) \(Self.redacted(path)): response is not JSON (HTTP \(status))")
+                throw RESTError(
+                    .malformedResponse,
+                    "\(method) \(Self.redacted(path)): response is not JSON (HTTP \(status))")
             }
         }
         guard status < 400 else {

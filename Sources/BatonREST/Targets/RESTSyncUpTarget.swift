@@ -16,7 +16,8 @@ public struct RESTSyncUpTarget: SyncUpTarget {
 
     /// - Throws: `SyncError.invalidTarget` for a bad type or batch size.
     public init(
-        client: RESTClient, objectType: String, externalIdFieldName: String = "BatonExternalId__c", batchSize: Int = 200,
+        client: RESTClient, objectType: String, externalIdFieldName: String = "BatonExternalId__c",
+        batchSize: Int = 200,
         idFieldName: String = "Id", modificationDateFieldName: String = "LastModifiedDate"
     ) throws {
         guard Names.isValid(objectType), !objectType.contains(".") else {
@@ -35,7 +36,8 @@ public struct RESTSyncUpTarget: SyncUpTarget {
 
     public var json: JSONObject {
         [
-            "type": "rest", "objectType": .string(objectType), "externalIdFieldName": .string(externalIdFieldName),
+            "type": "rest", "objectType": .string(objectType),
+            "externalIdFieldName": .string(externalIdFieldName),
             "batchSize": .int(Int64(batchSize)), "idFieldName": .string(idFieldName),
             "modificationDateFieldName": .string(modificationDateFieldName),
         ]
@@ -48,9 +50,12 @@ public struct RESTSyncUpTarget: SyncUpTarget {
         let deletes = changes.indices.filter { changes[$0].kind == .delete }
         if !creates.isEmpty {
             let results = try await client.compositeUpsert(
-                type: objectType, externalIdField: externalIdFieldName, records: creates.map { changes[$0].fields })
+                type: objectType, externalIdField: externalIdFieldName,
+                records: creates.map { changes[$0].fields })
             for (index, result) in zip(creates, results) {
-                outcomes[index] = result.success ? result.id.map(SyncUpOutcome.created) ?? .failed("no id returned") : Self.failure(result)
+                outcomes[index] =
+                    result.success
+                    ? result.id.map(SyncUpOutcome.created) ?? .failed("no id returned") : Self.failure(result)
             }
         }
         if !updates.isEmpty {
@@ -60,11 +65,15 @@ public struct RESTSyncUpTarget: SyncUpTarget {
                 return fields
             }
             let results = try await client.compositeUpdate(type: objectType, records: records)
-            for (index, result) in zip(updates, results) { outcomes[index] = result.success ? .updated : Self.failure(result) }
+            for (index, result) in zip(updates, results) {
+                outcomes[index] = result.success ? .updated : Self.failure(result)
+            }
         }
         if !deletes.isEmpty {
             let results = try await client.compositeDelete(ids: deletes.compactMap { changes[$0].serverId })
-            for (index, result) in zip(deletes, results) { outcomes[index] = result.success ? .deleted : Self.failure(result) }
+            for (index, result) in zip(deletes, results) {
+                outcomes[index] = result.success ? .deleted : Self.failure(result)
+            }
         }
         return outcomes.map { $0 ?? .failed("not sent") }
     }
@@ -72,7 +81,8 @@ public struct RESTSyncUpTarget: SyncUpTarget {
     static func failure(_ result: CompositeResult) -> SyncUpOutcome {
         switch result.errorCode {
         case "NOT_FOUND", "ENTITY_IS_DELETED", "INVALID_CROSS_REFERENCE_KEY": return .missingOnServer
-        default: return .failed("\(result.errorCode ?? "ERROR"): \(result.message ?? "refused by the server")")
+        default:
+            return .failed("\(result.errorCode ?? "ERROR"): \(result.message ?? "refused by the server")")
         }
     }
 
@@ -87,7 +97,11 @@ public struct RESTSyncUpTarget: SyncUpTarget {
                 condition: .isIn(field: idFieldName, values: chunk.map(Literal.string), negated: false))
             for try await page in client.query(query.soql) {
                 for record in page.records {
-                    if let id = record[idFieldName]?.stringValue, let stamp = modificationTimeStamp(of: record) { stamps[id] = stamp }
+                    if let id = record[idFieldName]?.stringValue,
+                        let stamp = modificationTimeStamp(of: record)
+                    {
+                        stamps[id] = stamp
+                    }
                 }
             }
         }

@@ -12,7 +12,8 @@ public struct RESTTargetFactory: SyncTargetFactory {
 
     public func syncDownTarget(from json: JSONObject) throws -> any SyncDownTarget {
         guard json["type"]?.stringValue == "soql", let query = json["query"]?.stringValue else {
-            throw SyncError(.invalidTarget, "unknown sync down target type '\(json["type"]?.stringValue ?? "none")'")
+            throw SyncError(
+                .invalidTarget, "unknown sync down target type '\(json["type"]?.stringValue ?? "none")'")
         }
         return try SoqlSyncDownTarget(
             client: client, query: query, batchSize: json["batchSize"]?.intValue.map(Int.init),
@@ -22,7 +23,8 @@ public struct RESTTargetFactory: SyncTargetFactory {
 
     public func syncUpTarget(from json: JSONObject) throws -> any SyncUpTarget {
         guard json["type"]?.stringValue == "rest", let objectType = json["objectType"]?.stringValue else {
-            throw SyncError(.invalidTarget, "unknown sync up target type '\(json["type"]?.stringValue ?? "none")'")
+            throw SyncError(
+                .invalidTarget, "unknown sync up target type '\(json["type"]?.stringValue ?? "none")'")
         }
         return try RESTSyncUpTarget(
             client: client, objectType: objectType,

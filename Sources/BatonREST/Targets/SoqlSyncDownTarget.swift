@@ -67,14 +67,18 @@ public struct SoqlSyncDownTarget: SyncDownTarget {
     }
 
     public func startFetch(maxTimeStamp: Int64, inclusive: Bool) async throws -> SyncDownPage {
-        let page = try await client.queryFirstPage(query(maxTimeStamp: maxTimeStamp, inclusive: inclusive).soql, batchSize: batchSize)
-        return SyncDownPage(records: page.records, totalSize: page.totalSize, next: page.done ? nil : page.nextRecordsUrl)
+        let page = try await client.queryFirstPage(
+            query(maxTimeStamp: maxTimeStamp, inclusive: inclusive).soql, batchSize: batchSize)
+        return SyncDownPage(
+            records: page.records, totalSize: page.totalSize, next: page.done ? nil : page.nextRecordsUrl)
     }
 
     public func continueFetch(after page: SyncDownPage) async throws -> SyncDownPage? {
         guard let next = page.next else { return nil }
         let fetched = try await client.queryNextPage(next)
-        return SyncDownPage(records: fetched.records, totalSize: page.totalSize, next: fetched.done ? nil : fetched.nextRecordsUrl)
+        return SyncDownPage(
+            records: fetched.records, totalSize: page.totalSize,
+            next: fetched.done ? nil : fetched.nextRecordsUrl)
     }
 
     public func startRemoteIdFetch() async throws -> RemoteIdPage {

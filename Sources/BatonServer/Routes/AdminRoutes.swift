@@ -19,7 +19,8 @@ struct AdminRoutes: Sendable {
             let bytes = try body["bytes"].map { try Self.count($0, max: 100_000) } ?? 0
             let template = body["fields"]?.objectValue ?? [:]
             try RecordStorage.validateWritable(template)
-            let ids = try storage.seed(type: type, count: count, timeStamps: max(1, timeStamps), bytes: bytes, template: template)
+            let ids = try storage.seed(
+                type: type, count: count, timeStamps: max(1, timeStamps), bytes: bytes, template: template)
             var out: JSONObject = ["created": .int(Int64(ids.count))]
             if ids.count <= 1000 { out["ids"] = .array(ids.map(JSONValue.string)) }
             return .json(.ok, .object(out))
@@ -30,21 +31,25 @@ struct AdminRoutes: Sendable {
             let type = try requireType(body["type"]?.stringValue ?? "")
             let fields = body["fields"]?.objectValue ?? [:]
             try RecordStorage.validateWritable(fields)
-            let ids = try storage.touch(type: type, ids: Self.ids(body), count: body["count"]?.intValue.map(Int.init), fields: fields)
+            let ids = try storage.touch(
+                type: type, ids: Self.ids(body), count: body["count"]?.intValue.map(Int.init), fields: fields)
             return .json(.ok, ["ids": .array(ids.map(JSONValue.string))])
         }
         group.post("delete") { request, _ -> Response in
             var request = request
             let body = try await request.jsonObjectBody()
             let type = try requireType(body["type"]?.stringValue ?? "")
-            let ids = try storage.deleteRecords(type: type, ids: Self.ids(body), count: body["count"]?.intValue.map(Int.init))
+            let ids = try storage.deleteRecords(
+                type: type, ids: Self.ids(body), count: body["count"]?.intValue.map(Int.init))
             return .json(.ok, ["ids": .array(ids.map(JSONValue.string))])
         }
         group.get("records") { request, _ -> Response in
             let type = try requireType(request.uri.queryParameters.get("type") ?? "")
             let records = try storage.read { db in
-                try Row.fetchAll(db, sql: "SELECT * FROM records WHERE type = ? ORDER BY id", arguments: [type])
-                    .map { JSONValue.object(try RecordStorage.fullRecord($0)) }
+                try Row.fetchAll(
+                    db, sql: "SELECT * FROM records WHERE type = ? ORDER BY id", arguments: [type]
+                )
+                .map { JSONValue.object(try RecordStorage.fullRecord($0)) }
             }
             return .json(.ok, ["records": .array(records), "totalSize": .int(Int64(records.count))])
         }
@@ -84,14 +89,17 @@ struct AdminRoutes: Sendable {
 extension RecordStorage {
     /// Creates `count` records whose `LastModifiedDate`s take `timeStamps` distinct values
     /// (fewer values than records makes ties, also across page boundaries).
-    func seed(type: String, count: Int, timeStamps: Int, bytes: Int, template: JSONObject) throws -> [String] {
+    func seed(type: String, count: Int, timeStamps: Int, bytes: Int, template: JSONObject) throws -> [String]
+    {
         let first = reserveTimeStamps(timeStamps)
         let padding = bytes > 0 ? String(repeating: "x", count: bytes) : nil
         return try write { db in
             var ids: [String] = []
             ids.reserveCapacity(count)
             let insert = try db.cachedStatement(
-                sql: "INSERT INTO records (id, type, created, lastModified, systemModstamp, fields) VALUES (?, ?, ?, ?, ?, ?)")
+                sql:
+                    "INSERT INTO records (id, type, created, lastModified, systemModstamp, fields) VALUES (?, ?, ?, ?, ?, ?)"
+            )
             let firstSequence = try reserveSequences(db, type: type, count: count)
             for index in 0..<count {
                 let id = RecordId.make(type: type, sequence: firstSequence + Int64(index))
@@ -110,8 +118,10 @@ extension RecordStorage {
     /// Reserves `count` consecutive id sequence numbers of `type`; returns the first.
     func reserveSequences(_ db: Database, type: String, count: Int) throws -> Int64 {
         try db.execute(
-            sql: "INSERT INTO sequences (type, next) VALUES (?, 0) ON CONFLICT(type) DO NOTHING", arguments: [type])
-        let last = try Int64.fetchOne(db, sql: "SELECT next FROM sequences WHERE type = ?", arguments: [type]) ?? 0
+            sql: "INSERT INTO sequences (type, next) VALUES (?, 0) ON CONFLICT(type) DO NOTHING",
+            arguments: [type])
+        let last =
+            try Int64.fetchOne(db, sql: "SELECT next FROM sequences WHERE type = ?", arguments: [type]) ?? 0
         try db.execute(sql: "UPDATE sequences SET next = next + ? WHERE type = ?", arguments: [count, type])
         return last + 1
     }
@@ -120,8 +130,11 @@ extension RecordStorage {
     /// time stamps. Returns the ids touched.
     func touch(type: String, ids: [String]?, count: Int?, fields: JSONObject) throws -> [String] {
         try write { db in
-            let targets = try ids ?? String.fetchAll(
-                db, sql: "SELECT id FROM records WHERE type = ? ORDER BY random() LIMIT ?", arguments: [type, count ?? 1])
+            let targets =
+                try ids
+                ?? String.fetchAll(
+                    db, sql: "SELECT id FROM records WHERE type = ? ORDER BY random() LIMIT ?",
+                    arguments: [type, count ?? 1])
             var touched: [String] = []
             for id in targets {
                 guard try storedFields(db, type: type, id: id) != nil else { continue }
@@ -135,8 +148,11 @@ extension RecordStorage {
     /// Deletes records (the given ids, or `count` random ones). Returns the ids deleted.
     func deleteRecords(type: String, ids: [String]?, count: Int?) throws -> [String] {
         try write { db in
-            let targets = try ids ?? String.fetchAll(
-                db, sql: "SELECT id FROM records WHERE type = ? ORDER BY random() LIMIT ?", arguments: [type, count ?? 1])
+            let targets =
+                try ids
+                ?? String.fetchAll(
+                    db, sql: "SELECT id FROM records WHERE type = ? ORDER BY random() LIMIT ?",
+                    arguments: [type, count ?? 1])
             var deleted: [String] = []
             for id in targets {
                 try db.execute(sql: "DELETE FROM records WHERE id = ? AND type = ?", arguments: [id, type])

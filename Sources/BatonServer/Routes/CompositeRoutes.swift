@@ -16,40 +16,57 @@ struct CompositeRoutes: Sendable {
             var request = request
             let (allOrNone, records) = try Self.batch(try await request.jsonObjectBody())
             return try await data.withFaults(isWrite: true) {
-                .json(.ok, try run(allOrNone: allOrNone, count: records.count) { db, index in
-                    let (type, fields) = try Self.typed(records[index])
-                    if fields["id"] != nil || fields["Id"] != nil {
-                        throw SalesforceError(status: 400, "INVALID_FIELD", "cannot specify Id in an insert call", fields: ["Id"])
-                    }
-                    return ["id": .string(try storage.create(db, type: type, fields: fields)), "success": true, "errors": []]
-                })
+                .json(
+                    .ok,
+                    try run(allOrNone: allOrNone, count: records.count) { db, index in
+                        let (type, fields) = try Self.typed(records[index])
+                        if fields["id"] != nil || fields["Id"] != nil {
+                            throw SalesforceError(
+                                status: 400, "INVALID_FIELD", "cannot specify Id in an insert call",
+                                fields: ["Id"])
+                        }
+                        return [
+                            "id": .string(try storage.create(db, type: type, fields: fields)),
+                            "success": true, "errors": [],
+                        ]
+                    })
             }
         }
         group.patch("composite/sobjects") { request, _ -> Response in
             var request = request
             let (allOrNone, records) = try Self.batch(try await request.jsonObjectBody())
             return try await data.withFaults(isWrite: true) {
-                .json(.ok, try run(allOrNone: allOrNone, count: records.count) { db, index in
-                    var (type, fields) = try Self.typed(records[index])
-                    guard let id = (fields.removeValue(forKey: "id") ?? fields.removeValue(forKey: "Id"))?.stringValue else {
-                        throw SalesforceError(status: 400, "MISSING_ARGUMENT", "Id not specified in an update call", fields: ["Id"])
-                    }
-                    try storage.update(db, type: type, id: id, fields: fields)
-                    return ["id": .string(id), "success": true, "errors": []]
-                })
+                .json(
+                    .ok,
+                    try run(allOrNone: allOrNone, count: records.count) { db, index in
+                        var (type, fields) = try Self.typed(records[index])
+                        guard
+                            let id = (fields.removeValue(forKey: "id") ?? fields.removeValue(forKey: "Id"))?
+                                .stringValue
+                        else {
+                            throw SalesforceError(
+                                status: 400, "MISSING_ARGUMENT", "Id not specified in an update call",
+                                fields: ["Id"])
+                        }
+                        try storage.update(db, type: type, id: id, fields: fields)
+                        return ["id": .string(id), "success": true, "errors": []]
+                    })
             }
         }
         group.delete("composite/sobjects") { request, _ -> Response in
             let ids = (request.uri.queryParameters.get("ids") ?? "").split(separator: ",").map(String.init)
             guard !ids.isEmpty, ids.count <= Self.maxRecords else {
-                throw SalesforceError(status: 400, "INVALID_FIELD", "ids must list 1 to \(Self.maxRecords) ids")
+                throw SalesforceError(
+                    status: 400, "INVALID_FIELD", "ids must list 1 to \(Self.maxRecords) ids")
             }
             let allOrNone = request.uri.queryParameters.get("allOrNone")?.lowercased() == "true"
             return try await data.withFaults(isWrite: true) {
-                .json(.ok, try run(allOrNone: allOrNone, count: ids.count) { db, index in
-                    try storage.delete(db, type: nil, id: ids[index])
-                    return ["id": .string(ids[index]), "success": true, "errors": []]
-                })
+                .json(
+                    .ok,
+                    try run(allOrNone: allOrNone, count: ids.count) { db, index in
+                        try storage.delete(db, type: nil, id: ids[index])
+                        return ["id": .string(ids[index]), "success": true, "errors": []]
+                    })
             }
         }
         group.patch("composite/sobjects/:type/:field") { request, context -> Response in
@@ -58,24 +75,31 @@ struct CompositeRoutes: Sendable {
             let field = try context.parameters.require("field")
             let (allOrNone, records) = try Self.batch(try await request.jsonObjectBody())
             return try await data.withFaults(isWrite: true) {
-                .json(.ok, try run(allOrNone: allOrNone, count: records.count) { db, index in
-                    let (recordType, fields) = try Self.typed(records[index], default: type)
-                    guard recordType == type else {
-                        throw SalesforceError(status: 400, "INVALID_TYPE", "record type does not match the URL")
-                    }
-                    guard let value = fields[field], !value.isNull else {
-                        throw SalesforceError(status: 400, "MISSING_ARGUMENT", "\(field) not specified", fields: [field])
-                    }
-                    let text = value.stringValue ?? value.jsonString
-                    let (id, created) = try storage.upsert(db, type: type, field: field, value: text, fields: fields)
-                    return ["id": .string(id), "success": true, "errors": [], "created": .bool(created)]
-                })
+                .json(
+                    .ok,
+                    try run(allOrNone: allOrNone, count: records.count) { db, index in
+                        let (recordType, fields) = try Self.typed(records[index], default: type)
+                        guard recordType == type else {
+                            throw SalesforceError(
+                                status: 400, "INVALID_TYPE", "record type does not match the URL")
+                        }
+                        guard let value = fields[field], !value.isNull else {
+                            throw SalesforceError(
+                                status: 400, "MISSING_ARGUMENT", "\(field) not specified", fields: [field])
+                        }
+                        let text = value.stringValue ?? value.jsonString
+                        let (id, created) = try storage.upsert(
+                            db, type: type, field: field, value: text, fields: fields)
+                        return ["id": .string(id), "success": true, "errors": [], "created": .bool(created)]
+                    })
             }
         }
     }
 
     /// Runs each record's operation; with allOrNone, one failure rolls everything back.
-    func run(allOrNone: Bool, count: Int, _ operation: (Database, Int) throws -> JSONObject) throws -> JSONValue {
+    func run(allOrNone: Bool, count: Int, _ operation: (Database, Int) throws -> JSONObject) throws
+        -> JSONValue
+    {
         var results: [JSONValue] = []
         try storage.transaction { db in
             results = []
@@ -100,7 +124,8 @@ struct CompositeRoutes: Sendable {
             }
             if allOrNone && failed {
                 let rolledBack = SalesforceError(
-                    status: 400, "ALL_OR_NONE_OPERATION_ROLLED_BACK", "Record rolled back because not all records were valid")
+                    status: 400, "ALL_OR_NONE_OPERATION_ROLLED_BACK",
+                    "Record rolled back because not all records were valid")
                 results = results.map { result in
                     if case .object(let object) = result, object["success"] == false { return result }
                     return ["id": nil, "success": false, "errors": [rolledBack.compositeElement]]
@@ -120,14 +145,17 @@ struct CompositeRoutes: Sendable {
             throw SalesforceError(status: 400, "EXCEEDED_ID_LIMIT", "record limit exceeded (\(maxRecords))")
         }
         let objects = try records.map { value -> JSONObject in
-            guard let object = value.objectValue else { throw SalesforceError.badRequest("each record must be an object") }
+            guard let object = value.objectValue else {
+                throw SalesforceError.badRequest("each record must be an object")
+            }
             return object
         }
         return (body["allOrNone"]?.boolValue ?? false, objects)
     }
 
     /// The record's type (from `attributes.type`) and its fields.
-    static func typed(_ record: JSONObject, default defaultType: String? = nil) throws -> (String, JSONObject) {
+    static func typed(_ record: JSONObject, default defaultType: String? = nil) throws -> (String, JSONObject)
+    {
         guard let type = record["attributes"]?.value(atPath: "type")?.stringValue ?? defaultType else {
             throw SalesforceError(status: 400, "INVALID_TYPE", "each record needs attributes.type")
         }

@@ -29,7 +29,9 @@ struct DataRoutes: Sendable {
             let type = try requireType(try context.parameters.require("type"))
             let body = try await request.jsonObjectBody()
             return try await withFaults(isWrite: true) {
-                let id = try storage.write { db in try storage.create(db, type: type, fields: Self.fields(body)) }
+                let id = try storage.write { db in
+                    try storage.create(db, type: type, fields: Self.fields(body))
+                }
                 return .json(.created, ["id": .string(id), "success": true, "errors": []])
             }
         }
@@ -37,12 +39,15 @@ struct DataRoutes: Sendable {
             let type = try requireType(try context.parameters.require("type"))
             let id = try context.parameters.require("id")
             return try await withFaults(isWrite: false) {
-                guard let record = try storage.read({ db in try storage.fullRecord(db, type: type, id: id) }) else {
+                guard let record = try storage.read({ db in try storage.fullRecord(db, type: type, id: id) })
+                else {
                     throw SalesforceError.notFound()
                 }
                 stats.served(1, type: type)
                 var out = record
-                out["attributes"] = ["type": .string(type), "url": .string("\(QueryEngine.apiPath)/sobjects/\(type)/\(id)")]
+                out["attributes"] = [
+                    "type": .string(type), "url": .string("\(QueryEngine.apiPath)/sobjects/\(type)/\(id)"),
+                ]
                 return .json(.ok, .object(out))
             }
         }
@@ -52,7 +57,9 @@ struct DataRoutes: Sendable {
             let id = try context.parameters.require("id")
             let body = try await request.jsonObjectBody()
             return try await withFaults(isWrite: true) {
-                try storage.write { db in try storage.update(db, type: type, id: id, fields: Self.fields(body)) }
+                try storage.write { db in
+                    try storage.update(db, type: type, id: id, fields: Self.fields(body))
+                }
                 return Response(status: .noContent)
             }
         }
@@ -77,7 +84,8 @@ struct DataRoutes: Sendable {
                     try storage.upsert(db, type: type, field: field, value: value, fields: Self.fields(body))
                 }
                 return .json(
-                    created ? .created : .ok, ["id": .string(id), "success": true, "errors": [], "created": .bool(created)])
+                    created ? .created : .ok,
+                    ["id": .string(id), "success": true, "errors": [], "created": .bool(created)])
             }
         }
     }
@@ -101,13 +109,18 @@ struct DataRoutes: Sendable {
     }
 
     func batchSize(_ request: Request) throws -> Int {
-        guard let options = request.headers.first(where: { $0.name.canonicalName == "sforce-query-options" })?.value
+        guard
+            let options = request.headers.first(where: { $0.name.canonicalName == "sforce-query-options" })?
+                .value
         else { return 2000 }
         for part in options.split(separator: ",") {
-            let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            let pair = part.split(separator: "=", maxSplits: 1).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
             if pair.count == 2, pair[0].lowercased() == "batchsize" {
                 guard let size = Int(pair[1]), (1...2000).contains(size) else {
-                    throw SalesforceError(status: 400, "INVALID_QUERY_OPTIONS", "batchSize must be between 1 and 2000")
+                    throw SalesforceError(
+                        status: 400, "INVALID_QUERY_OPTIONS", "batchSize must be between 1 and 2000")
                 }
                 return size
             }
@@ -124,7 +137,8 @@ struct DataRoutes: Sendable {
             return try await body()
         case .fail:
             stats.fault("error")
-            throw SalesforceError(status: 503, "SERVER_UNAVAILABLE", "the server is unavailable (injected fault)")
+            throw SalesforceError(
+                status: 503, "SERVER_UNAVAILABLE", "the server is unavailable (injected fault)")
         case .dropConnection:
             stats.fault("dropConnection")
             return .dropped(after: "{\"totalSize\":")

@@ -39,7 +39,8 @@ extension Request {
         do {
             buffer = try await collectBody(upTo: maxRequestBody)
         } catch {
-            throw SalesforceError(status: 413, "REQUEST_ENTITY_TOO_LARGE", "request body larger than \(maxRequestBody) bytes")
+            throw SalesforceError(
+                status: 413, "REQUEST_ENTITY_TOO_LARGE", "request body larger than \(maxRequestBody) bytes")
         }
         do {
             return try JSONValue(parsing: buffer.readableBytesView, maxDepth: 64)
@@ -62,7 +63,8 @@ struct APIMiddleware<Context: RequestContext>: RouterMiddleware {
     let token: String
     let stats: ServerStats
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws
         -> Response
     {
         stats.request()

@@ -37,7 +37,8 @@ final class QueryEngine: Sendable {
         }
         let (sql, arguments) = try QueryTranslator.idQuery(for: query)
         let ids = try storage.read { db in try String.fetchAll(db, sql: sql, arguments: arguments) }
-        let cursor = Cursor(type: query.object, fields: query.fields, ids: ids, batchSize: batchSize, lastUsed: 0)
+        let cursor = Cursor(
+            type: query.object, fields: query.fields, ids: ids, batchSize: batchSize, lastUsed: 0)
         let locator = remember(cursor)
         return try page(cursor, locator: locator, offset: 0)
     }
@@ -84,7 +85,8 @@ final class QueryEngine: Sendable {
             var byId: [String: Row] = [:]
             let placeholders = Array(repeating: "?", count: pageIds.count).joined(separator: ",")
             for row in try Row.fetchAll(
-                db, sql: "SELECT * FROM records WHERE id IN (\(placeholders))", arguments: StatementArguments(pageIds))
+                db, sql: "SELECT * FROM records WHERE id IN (\(placeholders))",
+                arguments: StatementArguments(pageIds))
             {
                 byId[row["id"]] = row
             }
@@ -95,7 +97,10 @@ final class QueryEngine: Sendable {
         for id in pageIds {
             // A record deleted since the query started is skipped, as the API does.
             guard let row = rows[id] else { continue }
-            records.append(.object(try Self.project(try RecordStorage.fullRecord(row), type: cursor.type, fields: cursor.fields)))
+            records.append(
+                .object(
+                    try Self.project(
+                        try RecordStorage.fullRecord(row), type: cursor.type, fields: cursor.fields)))
         }
         stats.served(records.count, type: cursor.type)
         let done = end >= cursor.ids.count

@@ -7,7 +7,8 @@ struct QueryTranslator {
     /// The SQL that selects the ids of the matching records in order, and its arguments.
     static func idQuery(for query: SOQLQuery) throws -> (sql: String, arguments: StatementArguments) {
         guard RecordStorage.isTypeName(query.object) else {
-            throw SalesforceError(status: 400, "INVALID_TYPE", "sObject type '\(query.object.prefix(80))' is not supported")
+            throw SalesforceError(
+                status: 400, "INVALID_TYPE", "sObject type '\(query.object.prefix(80))' is not supported")
         }
         var arguments = StatementArguments([query.object])
         var sql = "SELECT id FROM records WHERE type = ?"

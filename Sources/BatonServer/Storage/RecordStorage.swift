@@ -17,7 +17,8 @@ final class RecordStorage: Sendable {
     init(path: String?) throws {
         var configuration = Configuration()
         configuration.label = "baton.server"
-        queue = try path.map { try DatabaseQueue(path: $0, configuration: configuration) }
+        queue =
+            try path.map { try DatabaseQueue(path: $0, configuration: configuration) }
             ?? DatabaseQueue(configuration: configuration)
         try queue.write { db in
             try db.execute(
@@ -34,7 +35,8 @@ final class RecordStorage: Sendable {
                     CREATE TABLE IF NOT EXISTS sequences (type TEXT PRIMARY KEY, next INTEGER NOT NULL);
                     """)
         }
-        let newest = try queue.read { db in try Int64.fetchOne(db, sql: "SELECT max(lastModified) FROM records") } ?? 0
+        let newest =
+            try queue.read { db in try Int64.fetchOne(db, sql: "SELECT max(lastModified) FROM records") } ?? 0
         lastTimeStamp.withLock { $0 = newest }
     }
 
@@ -81,7 +83,8 @@ final class RecordStorage: Sendable {
             throw SalesforceError.serverManaged(key)
         }
         for key in fields.keys where !isFieldName(key) {
-            throw SalesforceError(status: 400, "INVALID_FIELD", "No such column '\(key.prefix(80))' on entity", fields: [key])
+            throw SalesforceError(
+                status: 400, "INVALID_FIELD", "No such column '\(key.prefix(80))' on entity", fields: [key])
         }
     }
 
@@ -89,7 +92,8 @@ final class RecordStorage: Sendable {
         guard let first = name.utf8.first, name.utf8.count <= 80 else { return false }
         guard (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first | 0x20) else { return false }
         return name.utf8.allSatisfy { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
                 || byte == UInt8(ascii: "_")
         }
     }
@@ -98,9 +102,11 @@ final class RecordStorage: Sendable {
 
     func nextId(_ db: Database, type: String) throws -> String {
         try db.execute(
-            sql: "INSERT INTO sequences (type, next) VALUES (?, 1) ON CONFLICT(type) DO UPDATE SET next = next + 1",
+            sql:
+                "INSERT INTO sequences (type, next) VALUES (?, 1) ON CONFLICT(type) DO UPDATE SET next = next + 1",
             arguments: [type])
-        let sequence = try Int64.fetchOne(db, sql: "SELECT next FROM sequences WHERE type = ?", arguments: [type]) ?? 1
+        let sequence =
+            try Int64.fetchOne(db, sql: "SELECT next FROM sequences WHERE type = ?", arguments: [type]) ?? 1
         return RecordId.make(type: type, sequence: sequence)
     }
 
@@ -110,7 +116,8 @@ final class RecordStorage: Sendable {
         let id = try nextId(db, type: type)
         let stamp = nextTimeStamp()
         try db.execute(
-            sql: "INSERT INTO records (id, type, created, lastModified, systemModstamp, fields) VALUES (?, ?, ?, ?, ?, ?)",
+            sql:
+                "INSERT INTO records (id, type, created, lastModified, systemModstamp, fields) VALUES (?, ?, ?, ?, ?, ?)",
             arguments: [id, type, stamp, stamp, stamp, fields.jsonString])
         return id
     }
@@ -131,12 +138,18 @@ final class RecordStorage: Sendable {
     func upsert(_ db: Database, type: String, field: String, value: String, fields: JSONObject) throws -> (
         id: String, created: Bool
     ) {
-        guard Self.isFieldName(field), !Self.managedFields.contains(field.lowercased()) || field.lowercased() == "id" else {
-            throw SalesforceError(status: 400, "INVALID_FIELD", "Field \(field.prefix(80)) is not an external id", fields: [field])
+        guard Self.isFieldName(field),
+            !Self.managedFields.contains(field.lowercased()) || field.lowercased() == "id"
+        else {
+            throw SalesforceError(
+                status: 400, "INVALID_FIELD", "Field \(field.prefix(80)) is not an external id",
+                fields: [field])
         }
         var body = fields
         if let given = body[field], given.stringValue != value {
-            throw SalesforceError(status: 400, "INVALID_FIELD", "The external id in the body does not match the URL", fields: [field])
+            throw SalesforceError(
+                status: 400, "INVALID_FIELD", "The external id in the body does not match the URL",
+                fields: [field])
         }
         body[field] = nil
         if field.lowercased() == "id" {
@@ -149,7 +162,8 @@ final class RecordStorage: Sendable {
             sql: "SELECT id FROM records WHERE type = ? AND json_extract(fields, '$.\(field)') = ? LIMIT 2",
             arguments: [type, value])
         if existing.count > 1 {
-            throw SalesforceError(status: 300, "MULTIPLE_CHOICES", "More than one record has this external id", fields: [field])
+            throw SalesforceError(
+                status: 300, "MULTIPLE_CHOICES", "More than one record has this external id", fields: [field])
         }
         if let id = existing.first {
             try update(db, type: type, id: id, fields: body)
@@ -161,7 +175,9 @@ final class RecordStorage: Sendable {
 
     func ensureIndex(_ db: Database, field: String) throws {
         try db.execute(
-            sql: "CREATE INDEX IF NOT EXISTS records_ext_\(field) ON records(type, json_extract(fields, '$.\(field)'))")
+            sql:
+                "CREATE INDEX IF NOT EXISTS records_ext_\(field) ON records(type, json_extract(fields, '$.\(field)'))"
+        )
     }
 
     /// Deletes a record; `NOT_FOUND` when it is not there (or is of another type).
@@ -171,20 +187,24 @@ final class RecordStorage: Sendable {
         } else {
             try db.execute(sql: "DELETE FROM records WHERE id = ?", arguments: [id])
         }
-        guard db.changesCount > 0 else { throw SalesforceError(status: 404, "ENTITY_IS_DELETED", "entity is deleted") }
+        guard db.changesCount > 0 else {
+            throw SalesforceError(status: 404, "ENTITY_IS_DELETED", "entity is deleted")
+        }
     }
 
     func storedFields(_ db: Database, type: String, id: String) throws -> JSONObject? {
-        guard let text = try String.fetchOne(
-            db, sql: "SELECT fields FROM records WHERE id = ? AND type = ?", arguments: [id, type])
+        guard
+            let text = try String.fetchOne(
+                db, sql: "SELECT fields FROM records WHERE id = ? AND type = ?", arguments: [id, type])
         else { return nil }
         return try JSONObject(parsingObject: text)
     }
 
     /// The whole record as the API shows it: its fields plus the server-managed ones.
     func fullRecord(_ db: Database, type: String, id: String) throws -> JSONObject? {
-        guard let row = try Row.fetchOne(
-            db, sql: "SELECT * FROM records WHERE id = ? AND type = ?", arguments: [id, type])
+        guard
+            let row = try Row.fetchOne(
+                db, sql: "SELECT * FROM records WHERE id = ? AND type = ?", arguments: [id, type])
         else { return nil }
         return try Self.fullRecord(row)
     }

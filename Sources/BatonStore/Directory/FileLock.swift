@@ -24,7 +24,8 @@ public final class FileLock: Sendable {
         guard fd >= 0 else {
             throw StoreError(
                 .directoryUnavailable,
-                "cannot open lock file \(path): \(String(cString: strerror(errno))); check the directory's permissions")
+                "cannot open lock file \(path): \(String(cString: strerror(errno))); check the directory's permissions"
+            )
         }
         self.fd = fd
         self.path = path
@@ -38,7 +39,8 @@ public final class FileLock: Sendable {
     public func lock() throws {
         while flock(fd, LOCK_EX) != 0 {
             if errno == EINTR { continue }
-            throw StoreError(.directoryUnavailable, "cannot lock \(path): \(String(cString: strerror(errno)))")
+            throw StoreError(
+                .directoryUnavailable, "cannot lock \(path): \(String(cString: strerror(errno)))")
         }
     }
 
@@ -47,7 +49,8 @@ public final class FileLock: Sendable {
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             if errno == EINTR { continue }
             if errno == EWOULDBLOCK { return false }
-            throw StoreError(.directoryUnavailable, "cannot lock \(path): \(String(cString: strerror(errno)))")
+            throw StoreError(
+                .directoryUnavailable, "cannot lock \(path): \(String(cString: strerror(errno)))")
         }
         return true
     }

@@ -56,7 +56,8 @@ public struct SharedDirectory: Sendable, Hashable {
             try makeParents(of: path)
             try makeDirectory(path)
             guard stat(path, &info) == 0 else {
-                throw StoreError(.directoryUnavailable, "cannot read shared directory \(path) after creating it")
+                throw StoreError(
+                    .directoryUnavailable, "cannot read shared directory \(path) after creating it")
             }
         }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
@@ -65,13 +66,15 @@ public struct SharedDirectory: Sendable, Hashable {
         guard info.st_uid == geteuid() else {
             throw StoreError(
                 .unsafeDirectory,
-                "shared directory \(path) is owned by uid \(info.st_uid), not by you (uid \(geteuid())); use a directory you own")
+                "shared directory \(path) is owned by uid \(info.st_uid), not by you (uid \(geteuid())); use a directory you own"
+            )
         }
         guard info.st_mode & S_IWOTH == 0 else {
             let mode = String(info.st_mode & 0o7777, radix: 8)
             throw StoreError(
                 .unsafeDirectory,
-                "shared directory \(path) is world-writable (mode \(mode)); run `chmod o-w \(path)` or use another directory")
+                "shared directory \(path) is world-writable (mode \(mode)); run `chmod o-w \(path)` or use another directory"
+            )
         }
     }
 
@@ -91,7 +94,8 @@ public struct SharedDirectory: Sendable, Hashable {
 
     static func makeDirectory(_ path: String) throws {
         if mkdir(path, 0o700) != 0, errno != EEXIST {
-            throw StoreError(.directoryUnavailable, "cannot create \(path): \(String(cString: strerror(errno)))")
+            throw StoreError(
+                .directoryUnavailable, "cannot create \(path): \(String(cString: strerror(errno)))")
         }
     }
 }

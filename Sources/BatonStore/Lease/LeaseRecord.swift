@@ -13,7 +13,9 @@ public struct LeaseRecord: Sendable, Hashable {
     /// `released` (clean), `taken-over` (closed by the next holder after the holder died).
     public var releaseKind: String?
 
-    public init(epoch: Int64, name: String, pid: Int32, acquired: Int64, released: Int64?, releaseKind: String?) {
+    public init(
+        epoch: Int64, name: String, pid: Int32, acquired: Int64, released: Int64?, releaseKind: String?
+    ) {
         self.epoch = epoch
         self.name = name
         self.pid = pid
@@ -60,7 +62,8 @@ extension StoreTransaction {
     /// Closes the history row of `epoch`. Call before unlocking the lease.
     public func endLeaseEpoch(_ epoch: Int64, now: Int64 = Clock.nowMillis()) throws {
         try db.execute(
-            sql: "UPDATE lease_history SET released = ?, releaseKind = 'released' WHERE epoch = ? AND released IS NULL",
+            sql:
+                "UPDATE lease_history SET released = ?, releaseKind = 'released' WHERE epoch = ? AND released IS NULL",
             arguments: [now, epoch])
     }
 }

@@ -30,7 +30,8 @@ public struct IndexSpec: Sendable, Hashable, Codable {
             guard let parsed = IndexType(rawValue: parts[1]) else {
                 throw StoreError(
                     .invalidIndexPath,
-                    "unknown index type '\(parts[1])'; use one of \(IndexType.allCases.map(\.rawValue).joined(separator: ", "))")
+                    "unknown index type '\(parts[1])'; use one of \(IndexType.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
             }
             type = parsed
         } else {
@@ -46,7 +47,9 @@ public struct IndexSpec: Sendable, Hashable, Codable {
         let valid =
             !path.isEmpty && path.utf8.count <= 128
             && components.allSatisfy { component in
-                guard let first = component.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else {
+                guard let first = component.utf8.first,
+                    !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first)
+                else {
                     return false
                 }
                 return component.utf8.allSatisfy { byte in

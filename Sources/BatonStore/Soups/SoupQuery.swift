@@ -43,7 +43,8 @@ public struct SoupQuery: Sendable, Hashable {
     public var limit: Int?
     public var offset: Int
 
-    public init(where conditions: [Condition] = [], orderBy: [Order] = [], limit: Int? = nil, offset: Int = 0) {
+    public init(where conditions: [Condition] = [], orderBy: [Order] = [], limit: Int? = nil, offset: Int = 0)
+    {
         self.conditions = conditions
         self.orderBy = orderBy
         self.limit = limit

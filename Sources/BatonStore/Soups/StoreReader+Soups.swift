@@ -3,13 +3,16 @@ import GRDB
 extension StoreReader {
     /// Every registered soup, by name.
     public func soups() throws -> [SoupDescription] {
-        try Row.fetchAll(db, sql: "SELECT id, name, indexSpecs FROM soup_registry ORDER BY name").map(Self.soup(from:))
+        try Row.fetchAll(db, sql: "SELECT id, name, indexSpecs FROM soup_registry ORDER BY name").map(
+            Self.soup(from:))
     }
 
     /// The soup called `name`, or `nil`.
     public func soupIfExists(_ name: String) throws -> SoupDescription? {
-        try Row.fetchOne(db, sql: "SELECT id, name, indexSpecs FROM soup_registry WHERE name = ?", arguments: [name])
-            .map(Self.soup(from:))
+        try Row.fetchOne(
+            db, sql: "SELECT id, name, indexSpecs FROM soup_registry WHERE name = ?", arguments: [name]
+        )
+        .map(Self.soup(from:))
     }
 
     /// The soup called `name`.
@@ -17,7 +20,8 @@ extension StoreReader {
     /// - Throws: `unknownSoup` when there is none.
     public func soup(_ name: String) throws -> SoupDescription {
         guard let soup = try soupIfExists(name) else {
-            throw StoreError(.unknownSoup, "no soup named '\(name)'; register it first (baton store soup create)")
+            throw StoreError(
+                .unknownSoup, "no soup named '\(name)'; register it first (baton store soup create)")
         }
         return soup
     }
@@ -37,7 +41,8 @@ extension StoreReader {
     /// The record with this entry id, or `nil`.
     public func entry(_ entryId: Int64, in soupName: String) throws -> SoupEntry? {
         let soup = try soup(soupName)
-        return try Row.fetchOne(db, sql: "SELECT id, json, lastModified FROM \(soup.tableName) WHERE id = ?", arguments: [entryId]
+        return try Row.fetchOne(
+            db, sql: "SELECT id, json, lastModified FROM \(soup.tableName) WHERE id = ?", arguments: [entryId]
         ).map(Self.entry(from:))
     }
 
@@ -64,7 +69,8 @@ extension StoreReader {
     public func count(_ query: SoupQuery = .all, in soupName: String) throws -> Int {
         let soup = try soup(soupName)
         let (whereSQL, arguments) = try Self.whereClause(query, soup: soup)
-        return try Int.fetchOne(db, sql: "SELECT count(*) FROM \(soup.tableName)\(whereSQL)", arguments: arguments)
+        return try Int.fetchOne(
+            db, sql: "SELECT count(*) FROM \(soup.tableName)\(whereSQL)", arguments: arguments)
             ?? 0
     }
 
@@ -79,7 +85,10 @@ extension StoreReader {
             var (whereSQL, arguments) = try Self.whereClause(query, soup: soup)
             whereSQL += whereSQL.isEmpty ? " WHERE id > ?" : " AND id > ?"
             arguments += [lastId]
-            let page = try Row.fetchAll(db, sql: "SELECT id, json, lastModified FROM \(soup.tableName)\(whereSQL) ORDER BY id LIMIT \(pageSize)",
+            let page = try Row.fetchAll(
+                db,
+                sql:
+                    "SELECT id, json, lastModified FROM \(soup.tableName)\(whereSQL) ORDER BY id LIMIT \(pageSize)",
                 arguments: arguments
             ).map(Self.entry(from:))
             guard let last = page.last else { return }
@@ -97,7 +106,11 @@ extension StoreReader {
     /// Entry ids of the records with local changes.
     public func dirtyEntryIds(in soupName: String) throws -> [Int64] {
         let soup = try soup(soupName)
-        return try Int64.fetchAll(db, sql: "SELECT id FROM \(soup.tableName) WHERE \(IndexSpec.sqlExpression(path: LocalFlags.local)) = 1 ORDER BY id")
+        return try Int64.fetchAll(
+            db,
+            sql:
+                "SELECT id FROM \(soup.tableName) WHERE \(IndexSpec.sqlExpression(path: LocalFlags.local)) = 1 ORDER BY id"
+        )
     }
 
     static func entry(from row: Row) throws -> SoupEntry {
@@ -108,7 +121,8 @@ extension StoreReader {
         return SoupEntry(entryId: row["id"], record: record, lastModified: row["lastModified"])
     }
 
-    static func whereClause(_ query: SoupQuery, soup: SoupDescription) throws -> (String, StatementArguments) {
+    static func whereClause(_ query: SoupQuery, soup: SoupDescription) throws -> (String, StatementArguments)
+    {
         guard !query.conditions.isEmpty else { return ("", []) }
         var parts: [String] = []
         var arguments = StatementArguments()
@@ -116,7 +130,8 @@ extension StoreReader {
             let path = condition.path
             guard soup.isIndexed(path) else {
                 throw StoreError(
-                    .notIndexed, "'\(path)' is not an indexed path of soup '\(soup.name)'; add an index spec for it")
+                    .notIndexed,
+                    "'\(path)' is not an indexed path of soup '\(soup.name)'; add an index spec for it")
             }
             let expression = IndexSpec.sqlExpression(path: path)
             switch condition {
@@ -143,7 +158,9 @@ extension StoreReader {
                 if values.isEmpty {
                     parts.append("0")
                 } else {
-                    parts.append("\(expression) IN (\(Array(repeating: "?", count: values.count).joined(separator: ",")))")
+                    parts.append(
+                        "\(expression) IN (\(Array(repeating: "?", count: values.count).joined(separator: ",")))"
+                    )
                     for value in values { arguments += [value.databaseValue] }
                 }
             }
@@ -161,7 +178,8 @@ extension StoreReader {
             }
             guard soup.isIndexed(order.path) else {
                 throw StoreError(
-                    .notIndexed, "'\(order.path)' is not an indexed path of soup '\(soup.name)'; add an index spec for it")
+                    .notIndexed,
+                    "'\(order.path)' is not an indexed path of soup '\(soup.name)'; add an index spec for it")
             }
             keys.append("\(IndexSpec.sqlExpression(path: order.path)) \(direction)")
         }

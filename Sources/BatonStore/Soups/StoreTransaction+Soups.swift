@@ -46,7 +46,8 @@ extension StoreTransaction {
     }
 
     static func specsJSON(_ specs: [IndexSpec]) -> String {
-        JSONValue.array(specs.map { .object(["path": .string($0.path), "type": .string($0.type.rawValue)]) }).jsonString
+        JSONValue.array(specs.map { .object(["path": .string($0.path), "type": .string($0.type.rawValue)]) })
+            .jsonString
     }
 
     /// Drops a soup and all its records.
@@ -74,12 +75,15 @@ extension StoreTransaction {
 
     /// Upserts many records in this transaction; faster than one call each.
     @discardableResult
-    public func upsert(_ records: [JSONObject], into soupName: String, externalIdPath: String? = nil) throws -> [SoupEntry] {
+    public func upsert(_ records: [JSONObject], into soupName: String, externalIdPath: String? = nil) throws
+        -> [SoupEntry]
+    {
         let soup = try soup(soupName)
         return try records.map { try upsert($0, into: soup, entryId: nil, externalIdPath: externalIdPath) }
     }
 
-    func upsert(_ record: JSONObject, into soup: SoupDescription, entryId: Int64?, externalIdPath: String?) throws
+    func upsert(_ record: JSONObject, into soup: SoupDescription, entryId: Int64?, externalIdPath: String?)
+        throws
         -> SoupEntry
     {
         let now = Clock.nowMillis()
@@ -89,22 +93,28 @@ extension StoreTransaction {
             guard soup.isIndexed(externalIdPath) else {
                 throw StoreError(
                     .notIndexed,
-                    "external id path '\(externalIdPath)' is not indexed in soup '\(soup.name)'; add an index spec for it")
+                    "external id path '\(externalIdPath)' is not indexed in soup '\(soup.name)'; add an index spec for it"
+                )
             }
             if let value = JSONValue.object(record).value(atPath: externalIdPath), !value.isNull {
-                targetId = try Int64.fetchOne(db, sql: "SELECT id FROM \(soup.tableName) WHERE \(IndexSpec.sqlExpression(path: externalIdPath)) = ? LIMIT 1",
+                targetId = try Int64.fetchOne(
+                    db,
+                    sql:
+                        "SELECT id FROM \(soup.tableName) WHERE \(IndexSpec.sqlExpression(path: externalIdPath)) = ? LIMIT 1",
                     arguments: [value.databaseValue])
             }
         }
         if let targetId {
-            try db.execute(sql: "UPDATE \(soup.tableName) SET json = ?, lastModified = ? WHERE id = ?",
+            try db.execute(
+                sql: "UPDATE \(soup.tableName) SET json = ?, lastModified = ? WHERE id = ?",
                 arguments: [json, now, targetId])
             guard db.changesCount > 0 else {
                 throw StoreError(.entryNotFound, "soup '\(soup.name)' has no entry \(targetId)")
             }
             return SoupEntry(entryId: targetId, record: record, lastModified: now)
         }
-        try db.execute(sql: "INSERT INTO \(soup.tableName) (json, created, lastModified) VALUES (?, ?, ?)",
+        try db.execute(
+            sql: "INSERT INTO \(soup.tableName) (json, created, lastModified) VALUES (?, ?, ?)",
             arguments: [json, now, now])
         return SoupEntry(entryId: db.lastInsertedRowID, record: record, lastModified: now)
     }
@@ -137,7 +147,8 @@ public enum Names {
     public static func isValid(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.count <= 64
             && name.utf8.allSatisfy { byte in
-                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                    || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
                     || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".")
                     || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
             }
@@ -147,7 +158,8 @@ public enum Names {
     /// Throws `invalidName` unless `name` follows the rules.
     public static func validate(_ name: String, what: String) throws {
         guard isValid(name) else {
-            throw StoreError(.invalidName, "invalid \(what) '\(name.prefix(80))'; use 1-64 of A-Z a-z 0-9 . _ -")
+            throw StoreError(
+                .invalidName, "invalid \(what) '\(name.prefix(80))'; use 1-64 of A-Z a-z 0-9 . _ -")
         }
     }
 }

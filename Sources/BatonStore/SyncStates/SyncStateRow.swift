@@ -28,7 +28,8 @@ public struct SyncStateRow: Sendable, Hashable {
 
     public init(
         id: Int64 = 0, name: String?, type: String, target: JSONObject, options: JSONObject, soupName: String,
-        status: String, progress: Int = 0, totalSize: Int = -1, maxTimeStamp: Int64 = -1, startTime: Int64? = nil,
+        status: String, progress: Int = 0, totalSize: Int = -1, maxTimeStamp: Int64 = -1,
+        startTime: Int64? = nil,
         endTime: Int64? = nil, error: String? = nil
     ) {
         self.id = id
@@ -49,9 +50,12 @@ public struct SyncStateRow: Sendable, Hashable {
     init(row: Row) throws {
         self.init(
             id: row["id"], name: row["name"], type: row["type"],
-            target: try JSONObject(parsingObject: row["target"]), options: try JSONObject(parsingObject: row["options"]),
-            soupName: row["soupName"], status: row["status"], progress: row["progress"], totalSize: row["totalSize"],
-            maxTimeStamp: row["maxTimeStamp"], startTime: row["startTime"], endTime: row["endTime"], error: row["error"])
+            target: try JSONObject(parsingObject: row["target"]),
+            options: try JSONObject(parsingObject: row["options"]),
+            soupName: row["soupName"], status: row["status"], progress: row["progress"],
+            totalSize: row["totalSize"],
+            maxTimeStamp: row["maxTimeStamp"], startTime: row["startTime"], endTime: row["endTime"],
+            error: row["error"])
     }
 }
 
@@ -59,15 +63,18 @@ extension StoreReader {
     /// Every sync state, by id.
     public func syncStates(status: String? = nil) throws -> [SyncStateRow] {
         if let status {
-            return try Row.fetchAll(db, sql: "SELECT * FROM sync_state WHERE status = ? ORDER BY id", arguments: [status])
-                .map(SyncStateRow.init(row:))
+            return try Row.fetchAll(
+                db, sql: "SELECT * FROM sync_state WHERE status = ? ORDER BY id", arguments: [status]
+            )
+            .map(SyncStateRow.init(row:))
         }
         return try Row.fetchAll(db, sql: "SELECT * FROM sync_state ORDER BY id").map(SyncStateRow.init(row:))
     }
 
     /// The sync state with this id, or `nil`.
     public func syncState(id: Int64) throws -> SyncStateRow? {
-        try Row.fetchOne(db, sql: "SELECT * FROM sync_state WHERE id = ?", arguments: [id]).map(SyncStateRow.init(row:))
+        try Row.fetchOne(db, sql: "SELECT * FROM sync_state WHERE id = ?", arguments: [id]).map(
+            SyncStateRow.init(row:))
     }
 
     /// The sync state with this name, or `nil`.
@@ -92,7 +99,8 @@ extension StoreTransaction {
     /// - Throws: `duplicateSyncName` when the name is taken.
     public func insertSyncState(_ state: SyncStateRow) throws -> SyncStateRow {
         if let name = state.name, try syncState(name: name) != nil {
-            throw StoreError(.duplicateSyncName, "a sync named '\(name)' already exists; reSync it or pick another name")
+            throw StoreError(
+                .duplicateSyncName, "a sync named '\(name)' already exists; reSync it or pick another name")
         }
         try db.execute(
             sql: """
@@ -101,8 +109,10 @@ extension StoreTransaction {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
-                state.name, state.type, state.target.jsonString, state.options.jsonString, state.soupName, state.status,
-                state.progress, state.totalSize, state.maxTimeStamp, state.startTime, state.endTime, state.error,
+                state.name, state.type, state.target.jsonString, state.options.jsonString, state.soupName,
+                state.status,
+                state.progress, state.totalSize, state.maxTimeStamp, state.startTime, state.endTime,
+                state.error,
             ])
         var inserted = state
         inserted.id = db.lastInsertedRowID
@@ -113,14 +123,17 @@ extension StoreTransaction {
     ///
     /// - Throws: `unknownSync` when it was deleted.
     public func updateSyncState(_ state: SyncStateRow) throws {
-        try db.execute(sql: """
+        try db.execute(
+            sql: """
                 UPDATE sync_state SET name = ?, type = ?, target = ?, options = ?, soupName = ?, status = ?,
                     progress = ?, totalSize = ?, maxTimeStamp = ?, startTime = ?, endTime = ?, error = ?
                 WHERE id = ?
                 """,
             arguments: [
-                state.name, state.type, state.target.jsonString, state.options.jsonString, state.soupName, state.status,
-                state.progress, state.totalSize, state.maxTimeStamp, state.startTime, state.endTime, state.error, state.id,
+                state.name, state.type, state.target.jsonString, state.options.jsonString, state.soupName,
+                state.status,
+                state.progress, state.totalSize, state.maxTimeStamp, state.startTime, state.endTime,
+                state.error, state.id,
             ])
         guard db.changesCount > 0 else {
             throw StoreError(.unknownSync, "sync \(state.id) no longer exists")
@@ -136,7 +149,8 @@ extension StoreTransaction {
 
     /// Sets every sync with status `from` to `to`; returns their ids.
     public func changeSyncStatus(from: String, to: String) throws -> [Int64] {
-        let ids = try Int64.fetchAll(db, sql: "SELECT id FROM sync_state WHERE status = ? ORDER BY id", arguments: [from])
+        let ids = try Int64.fetchAll(
+            db, sql: "SELECT id FROM sync_state WHERE status = ? ORDER BY id", arguments: [from])
         try db.execute(sql: "UPDATE sync_state SET status = ? WHERE status = ?", arguments: [to, from])
         return ids
     }

@@ -11,7 +11,8 @@ extension SyncManager {
             } catch {
                 if isInterruption(error, syncId: job.syncId) {
                     continuation.resume(
-                        throwing: SyncError(.ghostCleaningStopped, "clean resync ghosts was stopped; nothing was deleted"))
+                        throwing: SyncError(
+                            .ghostCleaningStopped, "clean resync ghosts was stopped; nothing was deleted"))
                 } else {
                     continuation.resume(throwing: error)
                 }
@@ -37,7 +38,8 @@ extension SyncManager {
                     state.status = .failed
                     state.error = String(describing: error)
                     logger.warning(
-                        "sync failed", metadata: ["baton.sync": "\(state.id)", "baton.error": "\(state.error ?? "")"])
+                        "sync failed",
+                        metadata: ["baton.sync": "\(state.id)", "baton.error": "\(state.error ?? "")"])
                 }
             }
             state.endTime = Clock.nowMillis()

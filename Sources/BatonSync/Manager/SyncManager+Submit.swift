@@ -9,12 +9,14 @@ extension SyncManager {
     ///   the name is taken.
     @discardableResult
     public func syncDown(
-        target: any SyncDownTarget, options: SyncOptions = SyncOptions(), soupName: String, name: String? = nil,
+        target: any SyncDownTarget, options: SyncOptions = SyncOptions(), soupName: String,
+        name: String? = nil,
         onUpdate: SyncUpdateBlock? = nil
     ) async throws -> SyncState {
         try requireAccepting("syncDown")
         let created = try await createSync(
-            type: .syncDown, targetJSON: target.json, idField: target.idFieldName, options: options, soupName: soupName,
+            type: .syncDown, targetJSON: target.json, idField: target.idFieldName, options: options,
+            soupName: soupName,
             name: name, onUpdate: onUpdate)
         return try await submit(created, onUpdate: onUpdate)
     }
@@ -27,7 +29,8 @@ extension SyncManager {
     ) async throws -> SyncState {
         try requireAccepting("syncUp")
         let created = try await createSync(
-            type: .syncUp, targetJSON: target.json, idField: target.idFieldName, options: options, soupName: soupName,
+            type: .syncUp, targetJSON: target.json, idField: target.idFieldName, options: options,
+            soupName: soupName,
             name: name, onUpdate: onUpdate)
         return try await submit(created, onUpdate: onUpdate)
     }
@@ -35,10 +38,12 @@ extension SyncManager {
     /// Creates a sync down without running it (status `new`); the first ``reSync(id:onUpdate:)`` runs it.
     @discardableResult
     public func createSyncDown(
-        target: any SyncDownTarget, options: SyncOptions = SyncOptions(), soupName: String, name: String? = nil
+        target: any SyncDownTarget, options: SyncOptions = SyncOptions(), soupName: String,
+        name: String? = nil
     ) async throws -> SyncState {
         try await createSync(
-            type: .syncDown, targetJSON: target.json, idField: target.idFieldName, options: options, soupName: soupName,
+            type: .syncDown, targetJSON: target.json, idField: target.idFieldName, options: options,
+            soupName: soupName,
             name: name, onUpdate: nil)
     }
 
@@ -48,7 +53,8 @@ extension SyncManager {
         target: any SyncUpTarget, options: SyncOptions = SyncOptions(), soupName: String, name: String? = nil
     ) async throws -> SyncState {
         try await createSync(
-            type: .syncUp, targetJSON: target.json, idField: target.idFieldName, options: options, soupName: soupName,
+            type: .syncUp, targetJSON: target.json, idField: target.idFieldName, options: options,
+            soupName: soupName,
             name: name, onUpdate: nil)
     }
 
@@ -88,7 +94,8 @@ extension SyncManager {
             throw SyncError(.unknownSync, "no sync with id \(id)")
         }
         guard state.type == .syncDown else {
-            throw SyncError(.wrongSyncType, "clean resync ghosts applies to sync downs; sync \(id) is a sync up")
+            throw SyncError(
+                .wrongSyncType, "clean resync ghosts applies to sync downs; sync \(id) is a sync up")
         }
         return try await withCheckedThrowingContinuation { continuation in
             enqueue(Job(syncId: id, kind: .cleanGhosts(continuation), onUpdate: nil))
@@ -96,12 +103,14 @@ extension SyncManager {
     }
 
     func createSync(
-        type: SyncType, targetJSON: JSONObject, idField: String, options: SyncOptions, soupName: String, name: String?,
+        type: SyncType, targetJSON: JSONObject, idField: String, options: SyncOptions, soupName: String,
+        name: String?,
         onUpdate: SyncUpdateBlock?
     ) async throws -> SyncState {
         if let name { try Names.validate(name, what: "sync name") }
         try Names.validate(soupName, what: "soup name")
-        let fresh = SyncState(name: name, type: type, target: targetJSON, options: options, soupName: soupName)
+        let fresh = SyncState(
+            name: name, type: type, target: targetJSON, options: options, soupName: soupName)
         let row = fresh.row
         let epoch = fencingEpoch
         let inserted = try await store.write(fencedBy: epoch) { transaction in

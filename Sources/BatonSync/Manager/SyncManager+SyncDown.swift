@@ -43,12 +43,14 @@ extension SyncManager {
         try await store.write(fencedBy: epoch) { transaction in
             for record in records {
                 guard let serverId = record[idField], !serverId.isNull else { continue }
-                if leaveIfChanged, let existing = try transaction.entry(where: idField, equals: serverId, in: soup),
+                if leaveIfChanged,
+                    let existing = try transaction.entry(where: idField, equals: serverId, in: soup),
                     LocalFlags.isDirty(existing.record)
                 {
                     continue
                 }
-                try transaction.upsert(LocalFlags.clean(record, syncId: syncId), into: soup, externalIdPath: idField)
+                try transaction.upsert(
+                    LocalFlags.clean(record, syncId: syncId), into: soup, externalIdPath: idField)
             }
             try transaction.updateSyncState(row)
         }
@@ -77,16 +79,21 @@ extension SyncManager {
         let epoch = fencingEpoch
         let deleted = try await store.write(fencedBy: epoch) { transaction -> Int in
             var ghosts: [Int64] = []
-            try transaction.forEachPage(of: SoupQuery(where: [.exact(LocalFlags.syncId, .int(syncId))]), in: soup) { entries in
+            try transaction.forEachPage(
+                of: SoupQuery(where: [.exact(LocalFlags.syncId, .int(syncId))]), in: soup
+            ) { entries in
                 for entry in entries where !LocalFlags.isDirty(entry.record) {
-                    guard let id = entry.record[idField]?.stringValue, !remoteIds.contains(id) else { continue }
+                    guard let id = entry.record[idField]?.stringValue, !remoteIds.contains(id) else {
+                        continue
+                    }
                     ghosts.append(entry.entryId)
                 }
                 return true
             }
             return try transaction.delete(entryIds: ghosts, from: soup)
         }
-        logger.info("cleaned resync ghosts", metadata: ["baton.sync": "\(syncId)", "baton.deleted": "\(deleted)"])
+        logger.info(
+            "cleaned resync ghosts", metadata: ["baton.sync": "\(syncId)", "baton.deleted": "\(deleted)"])
         return deleted
     }
 }

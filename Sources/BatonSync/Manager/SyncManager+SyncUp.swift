@@ -3,7 +3,9 @@ import Foundation
 
 extension SyncManager {
     /// Server-managed fields never sent up.
-    static let serverFields: Set<String> = ["Id", "LastModifiedDate", "SystemModstamp", "CreatedDate", "attributes"]
+    static let serverFields: Set<String> = [
+        "Id", "LastModifiedDate", "SystemModstamp", "CreatedDate", "attributes",
+    ]
 
     /// Sends the soup's local changes batch by batch, checking for a stop before each batch.
     /// Creates go as upserts on a client-generated external id (saved locally first), so a
@@ -42,14 +44,16 @@ extension SyncManager {
             var changes: [LocalChange] = []
             var neverSent: [Int64] = []
             for entryId in entryIds {
-                guard let entry = try transaction.entry(entryId, in: soup), LocalFlags.isDirty(entry.record) else { continue }
+                guard let entry = try transaction.entry(entryId, in: soup), LocalFlags.isDirty(entry.record)
+                else { continue }
                 var record = entry.record
                 let serverId = record[idField]?.stringValue
                 if LocalFlags.isDeleted(record) {
                     if serverId == nil || LocalFlags.isCreated(record) {
                         neverSent.append(entryId)
                     } else {
-                        changes.append(LocalChange(entryId: entryId, kind: .delete, serverId: serverId, fields: [:]))
+                        changes.append(
+                            LocalChange(entryId: entryId, kind: .delete, serverId: serverId, fields: [:]))
                     }
                     continue
                 }
@@ -59,10 +63,14 @@ extension SyncManager {
                         try transaction.upsert(record, into: soup, entryId: entryId)
                     }
                     changes.append(
-                        LocalChange(entryId: entryId, kind: .create, serverId: nil, fields: Self.outgoing(record, fieldlist, extField)))
+                        LocalChange(
+                            entryId: entryId, kind: .create, serverId: nil,
+                            fields: Self.outgoing(record, fieldlist, extField)))
                 } else {
                     changes.append(
-                        LocalChange(entryId: entryId, kind: .update, serverId: serverId, fields: Self.outgoing(record, fieldlist, nil)))
+                        LocalChange(
+                            entryId: entryId, kind: .update, serverId: serverId,
+                            fields: Self.outgoing(record, fieldlist, nil)))
                 }
             }
             try transaction.delete(entryIds: neverSent, from: soup)
@@ -107,19 +115,25 @@ extension SyncManager {
             let recreate = try await store.write(fencedBy: epoch) { transaction -> [LocalChange] in
                 var again: [LocalChange] = []
                 for change in missing {
-                    guard var record = try transaction.entry(change.entryId, in: soup)?.record else { continue }
+                    guard var record = try transaction.entry(change.entryId, in: soup)?.record else {
+                        continue
+                    }
                     if record[extField]?.stringValue == nil {
                         record[extField] = .string(UUID().uuidString)
                         try transaction.upsert(record, into: soup, entryId: change.entryId)
                     }
                     again.append(
-                        LocalChange(entryId: change.entryId, kind: .create, serverId: nil, fields: Self.outgoing(record, fieldlist, extField)))
+                        LocalChange(
+                            entryId: change.entryId, kind: .create, serverId: nil,
+                            fields: Self.outgoing(record, fieldlist, extField)))
                 }
                 return again
             }
             if !recreate.isEmpty {
                 try checkpoint(state.id)
-                for (change, outcome) in zip(recreate, try await target.send(recreate)) { outcomes[change.entryId] = outcome }
+                for (change, outcome) in zip(recreate, try await target.send(recreate)) {
+                    outcomes[change.entryId] = outcome
+                }
             }
         }
 
@@ -140,9 +154,11 @@ extension SyncManager {
                 switch outcome {
                 case .created(let serverId):
                     record[idField] = .string(serverId)
-                    try transaction.upsert(LocalFlags.clean(record, syncId: nil), into: soup, entryId: entryId)
+                    try transaction.upsert(
+                        LocalFlags.clean(record, syncId: nil), into: soup, entryId: entryId)
                 case .updated:
-                    try transaction.upsert(LocalFlags.clean(record, syncId: nil), into: soup, entryId: entryId)
+                    try transaction.upsert(
+                        LocalFlags.clean(record, syncId: nil), into: soup, entryId: entryId)
                 case .deleted:
                     try transaction.delete(entryIds: [entryId], from: soup)
                 case .missingOnServer:
@@ -163,7 +179,8 @@ extension SyncManager {
     /// The fields to send: no local flags, no server-managed fields, only `fieldlist` if given.
     static func outgoing(_ record: JSONObject, _ fieldlist: [String]?, _ extField: String?) -> JSONObject {
         var fields: JSONObject = [:]
-        for (key, value) in record where !key.hasPrefix("__") && !key.hasPrefix("_soup") && !serverFields.contains(key) {
+        for (key, value) in record
+        where !key.hasPrefix("__") && !key.hasPrefix("_soup") && !serverFields.contains(key) {
             if let fieldlist, !fieldlist.contains(key), key != extField { continue }
             fields[key] = value
         }

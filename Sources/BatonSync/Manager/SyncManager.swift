@@ -50,7 +50,9 @@ public actor SyncManager {
     nonisolated let wake: AsyncStream<Void>.Continuation
 
     /// A manager for `store` that rebuilds targets with `targetFactory`.
-    public init(store: SharedStore, targetFactory: any SyncTargetFactory, logger: Logger = Logger(label: "baton.sync")) {
+    public init(
+        store: SharedStore, targetFactory: any SyncTargetFactory, logger: Logger = Logger(label: "baton.sync")
+    ) {
         self.store = store
         self.factory = targetFactory
         self.logger = logger
@@ -153,7 +155,9 @@ public actor SyncManager {
     ///
     /// - Returns: the syncs it restarted.
     @discardableResult
-    public func restart(restartStoppedSyncs: Bool, onUpdate: SyncUpdateBlock? = nil) async throws -> [SyncState] {
+    public func restart(restartStoppedSyncs: Bool, onUpdate: SyncUpdateBlock? = nil) async throws
+        -> [SyncState]
+    {
         if machine.restart() == .waitForStop {
             await waitUntilStopped()
             _ = machine.restart()
@@ -187,11 +191,14 @@ public actor SyncManager {
         guard current == nil, queue.isEmpty else { return [] }
         let epoch = fencingEpoch
         let ids = try await store.write(fencedBy: epoch) { transaction in
-            try transaction.changeSyncStatus(from: SyncStatus.running.rawValue, to: SyncStatus.stopped.rawValue)
+            try transaction.changeSyncStatus(
+                from: SyncStatus.running.rawValue, to: SyncStatus.stopped.rawValue)
         }
         if !ids.isEmpty {
             logger.info("recovered interrupted syncs", metadata: ["baton.syncs": "\(ids)"])
-            for id in ids { if let state = try? SyncState.byId(id, store: store) { broadcaster.publish(state) } }
+            for id in ids {
+                if let state = try? SyncState.byId(id, store: store) { broadcaster.publish(state) }
+            }
         }
         return ids
     }
@@ -260,7 +267,8 @@ public actor SyncManager {
             let hint = notAcceptingHint.map { "; \($0)" } ?? ""
             throw SyncError(
                 .notAcceptingSyncs,
-                "\(what) refused: the sync manager is \(state.rawValue)\(hint); call restart() (or wait for the writer lease) first")
+                "\(what) refused: the sync manager is \(state.rawValue)\(hint); call restart() (or wait for the writer lease) first"
+            )
         }
     }
 
@@ -290,7 +298,8 @@ public actor SyncManager {
             try store.write(fencedBy: fencingEpoch) { try $0.updateSyncState(row) }
         } catch {
             logger.error(
-                "could not persist the end of a sync", metadata: ["baton.sync": "\(state.id)", "baton.error": "\(error)"])
+                "could not persist the end of a sync",
+                metadata: ["baton.sync": "\(state.id)", "baton.error": "\(error)"])
         }
         notify(state, onUpdate: onUpdate)
     }
@@ -306,7 +315,10 @@ public actor SyncManager {
     func finishWithoutRunning(_ job: Job) {
         switch job.kind {
         case .cleanGhosts(let continuation):
-            continuation.resume(throwing: SyncError(.ghostCleaningStopped, "clean resync ghosts was stopped before it ran; nothing was deleted"))
+            continuation.resume(
+                throwing: SyncError(
+                    .ghostCleaningStopped,
+                    "clean resync ghosts was stopped before it ran; nothing was deleted"))
         case .run:
             if var state = try? SyncState.byId(job.syncId, store: store) {
                 state.status = .stopped

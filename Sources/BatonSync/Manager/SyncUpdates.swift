@@ -18,7 +18,8 @@ final class UpdateBroadcaster: Sendable {
     private let subscribers = Mutex<[UUID: AsyncStream<SyncState>.Continuation]>([:])
 
     func subscribe() -> AsyncStream<SyncState> {
-        let (stream, continuation) = AsyncStream.makeStream(of: SyncState.self, bufferingPolicy: .bufferingNewest(1024))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: SyncState.self, bufferingPolicy: .bufferingNewest(1024))
         let id = UUID()
         subscribers.withLock { $0[id] = continuation }
         continuation.onTermination = { [weak self] _ in

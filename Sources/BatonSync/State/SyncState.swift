@@ -56,7 +56,8 @@ public struct SyncState: Sendable, Hashable {
 
     var row: SyncStateRow {
         SyncStateRow(
-            id: id, name: name, type: type.rawValue, target: target, options: options.json, soupName: soupName,
+            id: id, name: name, type: type.rawValue, target: target, options: options.json,
+            soupName: soupName,
             status: status.rawValue, progress: progress, totalSize: totalSize, maxTimeStamp: maxTimeStamp,
             startTime: startTime, endTime: endTime, error: error)
     }

@@ -16,7 +16,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
     @Option(help: "Port to listen on; 0 picks a free one.") var port = 0
     @Option(help: "Bearer token clients must send; generated when omitted.") var token: String?
-    @Option(name: .customLong("seed"), help: "Seed records as TYPE=COUNT[:TIMESTAMPS] (fewer time stamps than records makes ties).")
+    @Option(
+        name: .customLong("seed"),
+        help: "Seed records as TYPE=COUNT[:TIMESTAMPS] (fewer time stamps than records makes ties).")
     var seeds: [String] = []
     @Option(help: "SQLite file for the server's records; in memory when omitted.") var data: String?
     @Flag(help: "Print {\"url\",\"token\"} as the first stdout line.") var json = false
@@ -34,7 +36,8 @@ struct ServeCommand: AsyncParsableCommand {
         let server: ReferenceServer
         do {
             server = try ReferenceServer(
-                configuration: .init(host: host, port: port, token: token, dataPath: data), logger: Logger(label: "baton.serve"))
+                configuration: .init(host: host, port: port, token: token, dataPath: data),
+                logger: Logger(label: "baton.serve"))
             for seed in try seeds.map(Seed.init(parsing:)) {
                 try server.seed(type: seed.type, count: seed.count, timeStamps: seed.timeStamps)
             }
@@ -50,7 +53,9 @@ struct ServeCommand: AsyncParsableCommand {
                 CLIOutput.line("baton reference server listening on \(url)")
                 CLIOutput.line("token: \(token)")
                 if !seedText.isEmpty { CLIOutput.line("seeded: \(seedText)") }
-                CLIOutput.line("try: curl -H 'Authorization: Bearer \(token)' '\(url)/services/data/v60.0/query?q=SELECT+Id,Name+FROM+Account+LIMIT+5'")
+                CLIOutput.line(
+                    "try: curl -H 'Authorization: Bearer \(token)' '\(url)/services/data/v60.0/query?q=SELECT+Id,Name+FROM+Account+LIMIT+5'"
+                )
             }
         }
     }
@@ -75,7 +80,8 @@ struct ServeCommand: AsyncParsableCommand {
             guard parts.count == 2, !parts[0].isEmpty, let count = numbers.first ?? nil, count >= 0,
                 numbers.count <= 2, numbers.allSatisfy({ $0 != nil && $0! > 0 || $0 == 0 })
             else {
-                throw ValidationError("--seed takes TYPE=COUNT[:TIMESTAMPS], e.g. Account=1000 or Account=100:3; got '\(text)'")
+                throw ValidationError(
+                    "--seed takes TYPE=COUNT[:TIMESTAMPS], e.g. Account=1000 or Account=100:3; got '\(text)'")
             }
             type = parts[0]
             self.count = count

@@ -49,7 +49,9 @@ extension StoreInfo {
                     .object([
                         "name": .string(soup.name), "count": .int(Int64(soup.count)),
                         "indexSpecs": .array(
-                            soup.indexSpecs.map { .object(["path": .string($0.path), "type": .string($0.type.rawValue)]) }),
+                            soup.indexSpecs.map {
+                                .object(["path": .string($0.path), "type": .string($0.type.rawValue)])
+                            }),
                     ])
                 }),
         ])

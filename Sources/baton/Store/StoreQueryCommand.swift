@@ -5,7 +5,8 @@ struct StoreQueryCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "query",
         abstract: "Print the records of a soup that match, one JSON object per line.",
-        discussion: "Conditions use indexed paths only. Values are JSON when they parse as JSON, else strings."
+        discussion:
+            "Conditions use indexed paths only. Values are JSON when they parse as JSON, else strings."
     )
 
     @OptionGroup var directory: DirectoryOptions
@@ -29,7 +30,8 @@ struct StoreQueryCommand: ParsableCommand {
         }
         let orders = order.map { item -> SoupQuery.Order in
             let parts = item.split(separator: ":", maxSplits: 1)
-            return SoupQuery.Order(String(parts[0]), ascending: parts.count < 2 || parts[1].lowercased() != "desc")
+            return SoupQuery.Order(
+                String(parts[0]), ascending: parts.count < 2 || parts[1].lowercased() != "desc")
         }
         let query = SoupQuery(where: conditions, orderBy: orders, limit: limit, offset: offset)
         let store = try directory.openStore(create: false)

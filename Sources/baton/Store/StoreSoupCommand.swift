@@ -14,7 +14,9 @@ struct StoreSoupCommand: ParsableCommand {
 
         @OptionGroup var directory: DirectoryOptions
         @Argument(help: "The soup's name: 1-64 of A-Z a-z 0-9 . _ -") var name: String
-        @Option(name: .customLong("index"), help: "An indexed path as PATH[:TYPE], TYPE one of string, integer, floating, json1.")
+        @Option(
+            name: .customLong("index"),
+            help: "An indexed path as PATH[:TYPE], TYPE one of string, integer, floating, json1.")
         var indexes: [String] = []
 
         func run() throws {

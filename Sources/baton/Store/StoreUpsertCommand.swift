@@ -50,7 +50,8 @@ struct StoreUpsertCommand: ParsableCommand {
                             try transaction.entry(where: path, equals: $0, in: soupName)
                         }
                     }
-                    toWrite = existing == nil ? LocalFlags.markCreated(record) : LocalFlags.markUpdated(record)
+                    toWrite =
+                        existing == nil ? LocalFlags.markCreated(record) : LocalFlags.markUpdated(record)
                 }
                 try transaction.upsert(toWrite, into: soupName, externalIdPath: externalIdPath)
             }
