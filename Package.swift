@@ -47,6 +47,11 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
+        // The multi-process coordinator: writer lease, inotify lifecycle signals, participants.
+        .target(
+            name: "BatonCoordinator",
+            dependencies: ["BatonStore", "BatonSync", .product(name: "Logging", package: "swift-log")]
+        ),
         // The reference REST server.
         .target(
             name: "BatonServer",
@@ -59,7 +64,7 @@ let package = Package(
         .executableTarget(
             name: "baton",
             dependencies: [
-                "BatonStore", "BatonSync", "BatonREST", "BatonServer", "SOQL",
+                "BatonStore", "BatonSync", "BatonREST", "BatonServer", "BatonCoordinator", "SOQL",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -70,7 +75,10 @@ let package = Package(
         .testTarget(name: "BatonServerTests", dependencies: ["BatonServer", "BatonREST"]),
         .testTarget(name: "BatonRESTTests", dependencies: ["BatonREST", "BatonServer"]),
         .testTarget(name: "BatonSyncTests", dependencies: ["BatonSync", "BatonREST", "BatonServer"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["BatonStore", "BatonREST"]),
+        .testTarget(
+            name: "BatonCoordinatorTests",
+            dependencies: ["BatonCoordinator", "BatonStore", "BatonSync", "BatonREST", "BatonServer"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["BatonStore", "BatonREST", "BatonServer"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -16,7 +16,11 @@ struct Baton: AsyncParsableCommand {
             the foreground. Set BATON_LOG_LEVEL=debug for diagnostics on stderr.
             """,
         version: version,
-        subcommands: [StoreCommand.self, ServeCommand.self, SyncsCommand.self]
+        subcommands: [
+            StoreCommand.self, ServeCommand.self, SyncsCommand.self, ParticipantCommand.self,
+            SignalCommand.self,
+            StatusCommand.self, WaitCommand.self, LeaseCommand.self, WatchCommand.self,
+        ]
     )
 
     /// Runs the command and turns every typed error into one line on stderr and a non-zero exit.

@@ -1,6 +1,7 @@
 import BatonJSON
 import Foundation
 import Hummingbird
+import NIOCore
 
 /// The data API under `/services/data/v60.0`: query, sObject CRUD and upsert.
 struct DataRoutes: Sendable {
@@ -15,13 +16,12 @@ struct DataRoutes: Sendable {
                 guard let soql = Self.formParameter("q", in: request.uri.query), !soql.isEmpty else {
                     throw SalesforceError.malformedQuery("missing query parameter q")
                 }
-                let page = try engine.start(soql: soql, batchSize: try batchSize(request))
-                return .json(.ok, page)
+                return deliver(try engine.start(soql: soql, batchSize: try batchSize(request)))
             }
         }
         group.get("query/:locator") { _, context -> Response in
             try await withFaults(isWrite: false) {
-                .json(.ok, try engine.next(locator: try context.parameters.require("locator")))
+                deliver(try engine.next(locator: try context.parameters.require("locator")))
             }
         }
         group.post("sobjects/:type") { request, context -> Response in
@@ -88,6 +88,20 @@ struct DataRoutes: Sendable {
                     ["id": .string(id), "success": true, "errors": [], "created": .bool(created)])
             }
         }
+    }
+
+    /// A query page whose records count as served only once the whole body was written (a
+    /// client that hung up mid-way did not get them).
+    func deliver(_ page: QueryEngine.Page) -> Response {
+        let stats = self.stats
+        let buffer = ByteBuffer(string: page.body.jsonString)
+        return Response(
+            status: .ok, headers: [.contentType: "application/json;charset=UTF-8"],
+            body: ResponseBody(contentLength: buffer.readableBytes) { writer in
+                try await writer.write(buffer)
+                try await writer.finish(nil)
+                stats.served(page.count, type: page.type)
+            })
     }
 
     /// A form-encoded query parameter: `+` is a space, `%XX` a byte (what curl and browsers send).

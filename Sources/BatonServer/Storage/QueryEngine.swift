@@ -27,8 +27,15 @@ final class QueryEngine: Sendable {
         self.stats = stats
     }
 
+    /// One page and what it holds, for counting once it is delivered.
+    struct Page: Sendable {
+        var body: JSONValue
+        var type: String
+        var count: Int
+    }
+
     /// The first page of `soql`.
-    func start(soql: String, batchSize: Int) throws -> JSONValue {
+    func start(soql: String, batchSize: Int) throws -> Page {
         let query: SOQLQuery
         do {
             query = try SOQLQuery(parsing: soql)
@@ -44,7 +51,7 @@ final class QueryEngine: Sendable {
     }
 
     /// The page at `locator` (`<cursor>-<offset>`, from a `nextRecordsUrl`).
-    func next(locator: String) throws -> JSONValue {
+    func next(locator: String) throws -> Page {
         let parts = locator.split(separator: "-", maxSplits: 1).map(String.init)
         guard parts.count == 2, let offset = Int(parts[1]), offset >= 0 else {
             throw SalesforceError(status: 400, "INVALID_QUERY_LOCATOR", "invalid query locator")
@@ -77,7 +84,7 @@ final class QueryEngine: Sendable {
         }
     }
 
-    private func page(_ cursor: Cursor, locator: String, offset: Int) throws -> JSONValue {
+    private func page(_ cursor: Cursor, locator: String, offset: Int) throws -> Page {
         let end = min(cursor.ids.count, offset + cursor.batchSize)
         let pageIds = Array(cursor.ids[offset..<end])
         let rows = try storage.read { db -> [String: Row] in
@@ -102,7 +109,6 @@ final class QueryEngine: Sendable {
                     try Self.project(
                         try RecordStorage.fullRecord(row), type: cursor.type, fields: cursor.fields)))
         }
-        stats.served(records.count, type: cursor.type)
         let done = end >= cursor.ids.count
         var page: JSONObject = [
             "totalSize": .int(Int64(cursor.ids.count)), "done": .bool(done), "records": .array(records),
@@ -112,7 +118,7 @@ final class QueryEngine: Sendable {
         } else {
             cursors.withLock { _ = $0.entries.removeValue(forKey: locator) }
         }
-        return .object(page)
+        return Page(body: .object(page), type: cursor.type, count: records.count)
     }
 
     /// The selected fields of a record (case-insensitive; unknown fields read as null).

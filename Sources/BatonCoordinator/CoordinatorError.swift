@@ -1,0 +1,20 @@
+/// Why a coordinator operation failed, with what to do next.
+public struct CoordinatorError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable {
+        case invalidName = "invalid_name"
+        case leaseTimeout = "lease_timeout"
+        case watchFailed = "watch_failed"
+        case badSignalFile = "bad_signal_file"
+        case io
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}

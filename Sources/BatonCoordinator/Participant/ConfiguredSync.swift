@@ -1,0 +1,41 @@
+import BatonSync
+
+/// A sync a participant runs whenever it becomes the writer: created on its first foreground,
+/// reSynced on later ones unless the restart already resumed it.
+public enum ConfiguredSync: Sendable {
+    case down(name: String, soup: String, target: any SyncDownTarget, options: SyncOptions)
+    case up(name: String, soup: String, target: any SyncUpTarget, options: SyncOptions)
+
+    public var name: String {
+        switch self {
+        case .down(let name, _, _, _), .up(let name, _, _, _): return name
+        }
+    }
+}
+
+/// How a participant is set up.
+public struct ParticipantConfiguration: Sendable {
+    public var name: String
+    /// `host` or `extension`.
+    public var role: String
+    /// Higher wins the lease among foreground participants (host 100, extension 10 by default).
+    public var priority: Int
+    public var syncs: [ConfiguredSync]
+    /// The lifecycle to start in when no signal file exists yet (then it is written).
+    public var initialLifecycle: Lifecycle?
+    /// How long a stop may take before the statement in flight is interrupted.
+    public var stopDeadline: Duration
+
+    public init(
+        name: String, role: String, priority: Int? = nil, syncs: [ConfiguredSync] = [],
+        initialLifecycle: Lifecycle? = nil,
+        stopDeadline: Duration = .seconds(5)
+    ) {
+        self.name = name
+        self.role = role
+        self.priority = priority ?? (role == "host" ? 100 : 10)
+        self.syncs = syncs
+        self.initialLifecycle = initialLifecycle
+        self.stopDeadline = stopDeadline
+    }
+}

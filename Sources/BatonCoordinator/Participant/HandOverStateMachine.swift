@@ -1,0 +1,116 @@
+/// The coordinator's hand-over policy as a pure state machine: lifecycle, lease and priority
+/// events in, actions out. `Participant` carries the actions out; tests drive it with no I/O.
+public struct HandOverStateMachine: Sendable, Hashable {
+    /// Where the participant is with respect to the writer lease.
+    public enum Phase: String, Sendable, Hashable {
+        /// Not writing and not asking to.
+        case background
+        /// Foreground, waiting for the lease.
+        case waitingForLease = "waiting"
+        /// Holding the lease; its syncs run.
+        case writer
+        /// Stopping its syncs to hand the lease over.
+        case releasing
+        /// Shut down for good.
+        case finished
+    }
+
+    /// Why the writer hands the lease over.
+    public enum ReleaseReason: String, Sendable, Hashable {
+        case background
+        /// A higher-priority participant is foreground and waiting.
+        case yield
+        case shutdown
+    }
+
+    public enum Action: Sendable, Hashable {
+        /// Write the participant's status file.
+        case publish
+        /// Start waiting for the lease (in the background of the event loop).
+        case startAcquiring
+        /// Stop waiting for the lease.
+        case cancelAcquiring
+        /// Fence writes, recover interrupted syncs, restart stopped syncs, run configured syncs.
+        case becomeWriter
+        /// stop(), wait for isStopped (interrupting past the deadline), checkpoint, release.
+        case stopAndRelease(ReleaseReason)
+        /// The lease arrived when it was no longer wanted: release it untouched.
+        case releaseUnused
+        /// Leave the event loop.
+        case exit
+    }
+
+    public private(set) var phase: Phase = .background
+    /// What the lifecycle signal last said.
+    public private(set) var desired: Lifecycle = .background
+    public private(set) var shuttingDown = false
+
+    public init() {}
+
+    public mutating func lifecycle(_ lifecycle: Lifecycle) -> [Action] {
+        guard !shuttingDown else { return [] }
+        desired = lifecycle
+        switch (lifecycle, phase) {
+        case (.foreground, .background):
+            phase = .waitingForLease
+            return [.publish, .startAcquiring]
+        case (.background, .waitingForLease):
+            phase = .background
+            return [.cancelAcquiring, .publish]
+        case (.background, .writer):
+            phase = .releasing
+            return [.publish, .stopAndRelease(.background)]
+        default:
+            // Foreground while waiting/writing, background while background: nothing new.
+            // While releasing, `released()` consults `desired`.
+            return []
+        }
+    }
+
+    public mutating func leaseAcquired() -> [Action] {
+        guard phase == .waitingForLease, !shuttingDown else { return [.releaseUnused] }
+        phase = .writer
+        return [.becomeWriter, .publish]
+    }
+
+    /// A participant with a higher priority is foreground and waiting for the lease.
+    public mutating func higherPriorityWaiting() -> [Action] {
+        guard phase == .writer, !shuttingDown else { return [] }
+        phase = .releasing
+        return [.publish, .stopAndRelease(.yield)]
+    }
+
+    /// The lease was released after a `stopAndRelease`.
+    public mutating func released() -> [Action] {
+        guard phase == .releasing else { return [] }
+        if shuttingDown {
+            phase = .finished
+            return [.publish, .exit]
+        }
+        if desired == .foreground {
+            phase = .waitingForLease
+            return [.publish, .startAcquiring]
+        }
+        phase = .background
+        return [.publish]
+    }
+
+    /// SIGTERM/SIGINT: hand everything back and leave.
+    public mutating func shutdown() -> [Action] {
+        guard !shuttingDown else { return [] }
+        shuttingDown = true
+        switch phase {
+        case .writer:
+            phase = .releasing
+            return [.publish, .stopAndRelease(.shutdown)]
+        case .releasing:
+            return []
+        case .waitingForLease:
+            phase = .finished
+            return [.cancelAcquiring, .publish, .exit]
+        case .background, .finished:
+            phase = .finished
+            return [.publish, .exit]
+        }
+    }
+}

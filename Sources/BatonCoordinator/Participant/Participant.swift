@@ -1,0 +1,384 @@
+import BatonStore
+import BatonSync
+import Foundation
+import Logging
+
+/// One process's member of the shared directory: owns its sync engine, the inotify watcher and
+/// the writer lease, and follows its lifecycle signal through ``HandOverStateMachine``.
+///
+/// Background: `stop()`, wait for `isStopped()` up to the deadline (then interrupt the SQLite
+/// statement in flight), passive WAL checkpoint, release, publish. Foreground: publish, take
+/// the lease (highest priority first), recover interrupted syncs, `restart(true)`, run the
+/// configured syncs. ``run()`` ends after ``shutdown()`` (SIGTERM/SIGINT) has released everything.
+public actor Participant {
+    enum Event: Sendable {
+        case directory(DirectoryWatcher.Event)
+        case leaseAcquired(WriterLease.Held)
+        case leaseFailed(String)
+        case syncUpdate(SyncState)
+        case shutdown
+    }
+
+    let configuration: ParticipantConfiguration
+    let directory: SharedDirectory
+    let store: SharedStore
+    let manager: SyncManager
+    let lease: WriterLease
+    let log: ParticipantLog
+    let logger: Logger
+    var machine = HandOverStateMachine()
+    var held: WriterLease.Held?
+    var acquiring: Task<Void, Never>?
+    var acquireStarted: Double = 0
+    var lastLifecycleProblem: String?
+    var lastManagerState: ManagerStateMachine.State?
+    var hasRun = false
+    nonisolated let events: AsyncStream<Event>
+    nonisolated let sink: AsyncStream<Event>.Continuation
+
+    public init(
+        configuration: ParticipantConfiguration, directory: SharedDirectory, store: SharedStore,
+        manager: SyncManager,
+        logger: Logger
+    ) throws {
+        try ParticipantName.validate(configuration.name)
+        self.configuration = configuration
+        self.directory = directory
+        self.store = store
+        self.manager = manager
+        self.logger = logger
+        lease = try WriterLease(directory: directory, store: store, name: configuration.name)
+        log = try ParticipantLog(directory: directory, name: configuration.name)
+        (events, sink) = AsyncStream.makeStream(of: Event.self)
+    }
+
+    /// Asks the participant to hand everything back and end ``run()``. Safe from any thread
+    /// (a signal handler, for instance).
+    public nonisolated func shutdown() {
+        sink.yield(.shutdown)
+    }
+
+    /// Runs until ``shutdown()`` completes.
+    ///
+    /// - Throws: `CoordinatorError` when the directory cannot be watched; a second call throws.
+    public func run() async throws {
+        guard !hasRun else { throw CoordinatorError(.io, "Participant.run() was already called") }
+        hasRun = true
+        for sub in [directory.lifecyclePath, directory.participantsPath, directory.logsPath] {
+            try directory.ensureSubdirectory(sub)
+        }
+        if let initial = configuration.initialLifecycle,
+            LifecycleSignal.read(directory: directory, name: configuration.name) == .missing
+        {
+            try LifecycleSignal.write(initial, directory: directory, name: configuration.name)
+        }
+        // Not the writer yet: the engine refuses syncs until the lease is held.
+        await manager.stop()
+        await manager.setNotAcceptingHint(
+            "participant '\(configuration.name)' does not hold the writer lease\(writerHint())")
+        log.log(
+            "started",
+            [
+                "role": .string(configuration.role), "priority": .int(Int64(configuration.priority)),
+                "pid": .int(Int64(getpid())),
+            ])
+        try publish()
+        let watched = try DirectoryWatcher(
+            root: directory.path, subdirectories: ["lifecycle", "participants"]
+        ).events()
+        let updates = await manager.updates()
+        let manager = self.manager
+        let sink = self.sink
+        let logger = self.logger
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    try await manager.run()
+                } catch {
+                    logger.error("the sync manager stopped running", metadata: ["baton.error": "\(error)"])
+                }
+            }
+            group.addTask {
+                for await event in watched { sink.yield(.directory(event)) }
+            }
+            group.addTask {
+                for await update in updates { sink.yield(.syncUpdate(update)) }
+            }
+            sink.yield(.directory(.rescan("start")))
+            for await event in events {
+                if await handle(event) { break }
+            }
+            acquiring?.cancel()
+            await acquiring?.value
+            group.cancelAll()
+        }
+        log.log("exited")
+    }
+
+    /// Returns true when the loop must end.
+    func handle(_ event: Event) async -> Bool {
+        switch event {
+        case .directory(let change):
+            if case .rescan(let reason) = change, reason != "start" {
+                logger.warning("rescanning the shared directory", metadata: ["baton.reason": "\(reason)"])
+                log.log("rescan", ["reason": .string(reason)])
+            }
+            if case .changed(let sub, let name) = change, sub == "lifecycle", name != configuration.name {
+                return false
+            }
+            if case .changed(let sub, _) = change, sub != "lifecycle", sub != "participants" { return false }
+            if (try? await carryOut(readLifecycle())) == true { return true }
+            if machine.phase != .writer {
+                await manager.setNotAcceptingHint(
+                    "participant '\(configuration.name)' does not hold the writer lease\(writerHint())")
+            }
+            if machine.phase == .writer, higherPriorityIsWaiting() {
+                return (try? await carryOut(machine.higherPriorityWaiting())) ?? false
+            }
+            return false
+        case .leaseAcquired(let held):
+            acquiring = nil
+            self.held = held
+            let waited = ParticipantLog.monotonicMillis() - acquireStarted
+            log.log(
+                "lease.acquired",
+                ["epoch": .int(held.epoch), "waitMs": .double((waited * 10).rounded() / 10)])
+            let actions = machine.leaseAcquired()
+            return (try? await carryOut(actions)) ?? false
+        case .leaseFailed(let reason):
+            acquiring = nil
+            log.log("lease.failed", ["reason": .string(reason)])
+            logger.error("could not take the writer lease", metadata: ["baton.reason": "\(reason)"])
+            return false
+        case .syncUpdate(let state):
+            await syncUpdated(state)
+            return false
+        case .shutdown:
+            log.log("shutdown.requested")
+            return (try? await carryOut(machine.shutdown())) ?? true
+        }
+    }
+
+    func readLifecycle() -> [HandOverStateMachine.Action] {
+        switch LifecycleSignal.read(directory: directory, name: configuration.name) {
+        case .valid(let lifecycle):
+            lastLifecycleProblem = nil
+            if lifecycle != machine.desired { log.log("lifecycle", ["state": .string(lifecycle.rawValue)]) }
+            return machine.lifecycle(lifecycle)
+        case .missing, .empty:
+            return []
+        case .invalid(let reason):
+            if lastLifecycleProblem != reason {
+                lastLifecycleProblem = reason
+                logger.warning("ignoring the lifecycle signal file", metadata: ["baton.reason": "\(reason)"])
+                log.log("lifecycle.ignored", ["reason": .string(reason)])
+            }
+            return []
+        }
+    }
+
+    /// A participant with a higher priority, alive, foreground and waiting for the lease.
+    func higherPriorityIsWaiting() -> Bool {
+        ParticipantStatus.readAll(in: directory).contains { other in
+            other.name != configuration.name && other.priority > configuration.priority && other.isWaiting
+                && other.lifecycle == .foreground && other.isAlive
+        }
+    }
+
+    /// Carries out actions in order; returns true when the loop must end.
+    func carryOut(_ actions: [HandOverStateMachine.Action]) async throws -> Bool {
+        for action in actions {
+            switch action {
+            case .publish:
+                try? publish()
+            case .startAcquiring:
+                startAcquiring()
+            case .cancelAcquiring:
+                acquiring?.cancel()
+                await acquiring?.value
+                acquiring = nil
+                // The lease may have been taken just before the cancel landed.
+                if let held, machine.phase != .writer {
+                    lease.release(held)
+                    self.held = nil
+                    log.log("lease.released", ["epoch": .int(held.epoch), "reason": "unused"])
+                }
+            case .becomeWriter:
+                await becomeWriter()
+            case .stopAndRelease(let reason):
+                await stopAndRelease(reason)
+                if try await carryOut(machine.released()) { return true }
+            case .releaseUnused:
+                if let held {
+                    lease.release(held)
+                    self.held = nil
+                    log.log("lease.released", ["epoch": .int(held.epoch), "reason": "unused"])
+                }
+            case .exit:
+                return true
+            }
+        }
+        return false
+    }
+
+    func startAcquiring() {
+        guard acquiring == nil, held == nil else { return }
+        acquireStarted = ParticipantLog.monotonicMillis()
+        log.log("lease.waiting")
+        let lease = self.lease
+        let sink = self.sink
+        let directory = self.directory
+        let name = configuration.name
+        let priority = configuration.priority
+        acquiring = Task {
+            do {
+                let held = try await lease.acquire {
+                    // Hold back while a higher-priority participant waits for the lease.
+                    !ParticipantStatus.readAll(in: directory).contains { other in
+                        other.name != name && other.priority > priority && other.isWaiting
+                            && other.lifecycle == .foreground
+                            && other.isAlive
+                    }
+                }
+                sink.yield(.leaseAcquired(held))
+            } catch is CancellationError {
+                return
+            } catch {
+                sink.yield(.leaseFailed(String(describing: error)))
+            }
+        }
+    }
+
+    func becomeWriter() async {
+        guard let held else { return }
+        await manager.setFencingEpoch(held.epoch)
+        do {
+            let recovered = try await manager.recoverInterruptedSyncs()
+            if !recovered.isEmpty {
+                log.log("syncs.recovered", ["ids": .array(recovered.map(JSONValue.int))])
+            }
+            let restarted = try await manager.restart(restartStoppedSyncs: true)
+            log.log("manager.restarted", ["resumed": .array(restarted.map { .int($0.id) })])
+            let resumed = Set(restarted.compactMap(\.name))
+            for sync in configuration.syncs where !resumed.contains(sync.name) {
+                try await runConfigured(sync)
+            }
+        } catch {
+            logger.error("could not start syncs as writer", metadata: ["baton.error": "\(error)"])
+            log.log("writer.error", ["error": .string(String(describing: error))])
+        }
+        await noteManagerState()
+    }
+
+    func runConfigured(_ sync: ConfiguredSync) async throws {
+        if let existing = try await manager.getSyncStatus(name: sync.name) {
+            guard existing.status != .running else { return }
+            do {
+                try await manager.reSync(id: existing.id)
+            } catch let error as SyncError where error.code == .alreadyRunning {
+                return
+            }
+            return
+        }
+        switch sync {
+        case .down(let name, let soup, let target, let options):
+            try await manager.syncDown(target: target, options: options, soupName: soup, name: name)
+        case .up(let name, let soup, let target, let options):
+            try await manager.syncUp(target: target, options: options, soupName: soup, name: name)
+        }
+    }
+
+    func stopAndRelease(_ reason: HandOverStateMachine.ReleaseReason) async {
+        let started = ParticipantLog.monotonicMillis()
+        log.log("stop.requested", ["reason": .string(reason.rawValue)])
+        await manager.stop()
+        await noteManagerState()
+        let manager = self.manager
+        let stoppedInTime = await Self.withDeadline(configuration.stopDeadline) {
+            await manager.waitUntilStopped()
+        }
+        if !stoppedInTime {
+            log.log("stop.deadline", ["action": "interrupt"])
+            store.interrupt()
+            await manager.waitUntilStopped()
+        }
+        let stopMs = ParticipantLog.monotonicMillis() - started
+        log.log("stopped", ["stopMs": .double((stopMs * 10).rounded() / 10)])
+        await noteManagerState()
+        try? store.checkpoint()
+        await manager.setFencingEpoch(nil)
+        await manager.setNotAcceptingHint(
+            "participant '\(configuration.name)' does not hold the writer lease")
+        if let held {
+            lease.release(held)
+            self.held = nil
+            let totalMs = ParticipantLog.monotonicMillis() - started
+            log.log(
+                "lease.released",
+                [
+                    "epoch": .int(held.epoch), "reason": .string(reason.rawValue),
+                    "releaseMs": .double((totalMs * 10).rounded() / 10),
+                ])
+        }
+    }
+
+    /// Runs `body`, returning false if it is still running after `deadline` (it keeps running).
+    static func withDeadline(_ deadline: Duration, _ body: @escaping @Sendable () async -> Void) async -> Bool
+    {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await body()
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: deadline)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
+
+    func syncUpdated(_ state: SyncState) async {
+        log.log(
+            "sync",
+            [
+                "id": .int(state.id), "name": state.name.map(JSONValue.string) ?? .null,
+                "status": .string(state.status.rawValue),
+                "progress": .int(Int64(state.progress)), "totalSize": .int(Int64(state.totalSize)),
+                "maxTimeStamp": .int(state.maxTimeStamp),
+            ])
+        if held != nil, let sequence = try? store.changeSequence() {
+            try? AtomicFile.write(Data("\(sequence)\n".utf8), to: directory.changesPath)
+        }
+        await noteManagerState()
+    }
+
+    /// Logs and publishes the manager's state when it changed.
+    func noteManagerState() async {
+        let state = await manager.state
+        if state != lastManagerState {
+            lastManagerState = state
+            log.log("manager", ["state": .string(state.rawValue)])
+            try? publish(managerState: state)
+        }
+    }
+
+    func writerHint() -> String {
+        guard
+            let writer = ParticipantStatus.readAll(in: directory).first(where: { $0.isWriter && $0.isAlive })
+        else { return "" }
+        return "; the writer is '\(writer.name)' (pid \(writer.pid))"
+    }
+
+    func publish(managerState: ManagerStateMachine.State? = nil) throws {
+        let status = ParticipantStatus(
+            role: configuration.role, name: configuration.name, priority: configuration.priority,
+            pid: getpid(),
+            lifecycle: machine.desired, phase: machine.phase.rawValue, epoch: held?.epoch,
+            managerState: (managerState ?? lastManagerState)?.rawValue ?? "stopped",
+            updated: Clock.nowMillis())
+        try status.publish(in: directory)
+    }
+}

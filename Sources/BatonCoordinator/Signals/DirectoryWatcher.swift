@@ -1,0 +1,190 @@
+import Foundation
+
+/// Watches a shared directory and some of its subdirectories with the kernel's inotify API
+/// (`inotify_init1(IN_NONBLOCK | IN_CLOEXEC)` and `poll`), surfaced as an `AsyncStream`.
+///
+/// Events are hints: consumers re-read the files they care about (the signals are
+/// level-triggered). A queue overflow, or a subdirectory deleted or recreated, yields
+/// ``Event/rescan(_:)``: the watcher re-watches and the consumer re-reads everything.
+///
+/// ```swift
+/// for await event in try DirectoryWatcher(root: "/tmp/d", subdirectories: ["lifecycle"]).events() { … }
+/// ```
+public struct DirectoryWatcher: Sendable {
+    public enum Event: Sendable, Hashable {
+        /// Something happened to `name` in `directory` (`""` for the root).
+        case changed(directory: String, name: String)
+        /// Re-read everything: events may have been lost.
+        case rescan(String)
+    }
+
+    public let root: String
+    public let subdirectories: [String]
+
+    public init(root: String, subdirectories: [String]) {
+        self.root = root
+        self.subdirectories = subdirectories
+    }
+
+    /// Starts watching. The stream ends when its consumer stops iterating (or the root goes away
+    /// for good); the watching thread then closes its descriptors.
+    ///
+    /// - Throws: `watchFailed` when inotify is unavailable or the root cannot be watched.
+    public func events() throws -> AsyncStream<Event> {
+        let inotify = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard inotify >= 0 else {
+            throw CoordinatorError(.watchFailed, "inotify_init1 failed: \(String(cString: strerror(errno)))")
+        }
+        var pipeFds: [Int32] = [0, 0]
+        // The wake-up pipe ends the poll when the consumer goes away (pipe2 is not exported to
+        // Swift, so the flags are set right after).
+        guard pipe(&pipeFds) == 0 else {
+            close(inotify)
+            throw CoordinatorError(.watchFailed, "pipe failed: \(String(cString: strerror(errno)))")
+        }
+        for fd in pipeFds {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        }
+        let loop = WatchLoop(
+            inotify: inotify, wakeRead: pipeFds[0], root: root, subdirectories: subdirectories)
+        guard loop.watchRoot() else {
+            close(inotify)
+            close(pipeFds[0])
+            close(pipeFds[1])
+            throw CoordinatorError(.watchFailed, "cannot watch \(root): \(String(cString: strerror(errno)))")
+        }
+        loop.watchSubdirectories()
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: Event.self, bufferingPolicy: .bufferingNewest(4096))
+        let wakeWrite = pipeFds[1]
+        continuation.onTermination = { _ in
+            var byte: UInt8 = 1
+            _ = write(wakeWrite, &byte, 1)
+        }
+        let thread = Thread {
+            loop.run(continuation)
+            close(wakeWrite)
+        }
+        thread.name = "baton.inotify"
+        thread.start()
+        return stream
+    }
+}
+
+/// The watching thread's state. Touched only by that thread after `events()` returns.
+private final class WatchLoop: @unchecked Sendable {
+    static let rootMask = UInt32(
+        IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF
+            | IN_ONLYDIR)
+    static let subMask = UInt32(
+        IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF
+            | IN_ONLYDIR)
+
+    let inotify: Int32
+    let wakeRead: Int32
+    let root: String
+    let subdirectories: [String]
+    var rootWatch: Int32 = -1
+    var watches: [Int32: String] = [:]
+
+    init(inotify: Int32, wakeRead: Int32, root: String, subdirectories: [String]) {
+        self.inotify = inotify
+        self.wakeRead = wakeRead
+        self.root = root
+        self.subdirectories = subdirectories
+    }
+
+    func watchRoot() -> Bool {
+        rootWatch = inotify_add_watch(inotify, root, Self.rootMask)
+        return rootWatch >= 0
+    }
+
+    func watchSubdirectories() {
+        for sub in subdirectories where !watches.values.contains(sub) {
+            let wd = inotify_add_watch(inotify, root + "/" + sub, Self.subMask)
+            if wd >= 0 { watches[wd] = sub }
+        }
+    }
+
+    func run(_ continuation: AsyncStream<DirectoryWatcher.Event>.Continuation) {
+        defer {
+            close(inotify)
+            close(wakeRead)
+            continuation.finish()
+        }
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            var fds = [
+                pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+            ]
+            let ready = poll(&fds, 2, -1)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            if fds[1].revents != 0 { return }
+            guard fds[0].revents != 0 else { continue }
+            let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
+            if count <= 0 {
+                if count < 0, errno == EAGAIN || errno == EINTR { continue }
+                return
+            }
+            var offset = 0
+            while offset + 16 <= count {
+                let (wd, mask, length) = buffer.withUnsafeBytes { raw -> (Int32, UInt32, Int) in
+                    (
+                        raw.loadUnaligned(fromByteOffset: offset, as: Int32.self),
+                        raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self),
+                        Int(raw.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+                    )
+                }
+                let nameBytes = buffer[(offset + 16)..<min(count, offset + 16 + length)].prefix { $0 != 0 }
+                let name = String(decoding: nameBytes, as: UTF8.self)
+                offset += 16 + length
+                if !handle(wd: wd, mask: mask, name: name, continuation) { return }
+            }
+        }
+    }
+
+    /// Returns false when watching must end.
+    func handle(
+        wd: Int32, mask: UInt32, name: String,
+        _ continuation: AsyncStream<DirectoryWatcher.Event>.Continuation
+    ) -> Bool {
+        if mask & UInt32(IN_Q_OVERFLOW) != 0 {
+            watchSubdirectories()
+            continuation.yield(.rescan("inotify queue overflow"))
+            return true
+        }
+        if wd == rootWatch {
+            if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED) != 0 {
+                continuation.yield(.rescan("the shared directory was removed"))
+                return false
+            }
+            if subdirectories.contains(name) {
+                if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
+                    watchSubdirectories()
+                    continuation.yield(.rescan("\(name)/ was recreated"))
+                } else if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 {
+                    watches = watches.filter { $0.value != name }
+                    continuation.yield(.rescan("\(name)/ was deleted"))
+                }
+                return true
+            }
+            continuation.yield(.changed(directory: "", name: name))
+            return true
+        }
+        guard let sub = watches[wd] else { return true }
+        if mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
+            watches[wd] = nil
+            // It may already be back (deleted and recreated between two reads).
+            watchSubdirectories()
+            continuation.yield(.rescan("\(sub)/ went away"))
+            return true
+        }
+        if !name.isEmpty { continuation.yield(.changed(directory: sub, name: name)) }
+        return true
+    }
+}

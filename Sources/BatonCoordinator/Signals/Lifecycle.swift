@@ -1,0 +1,113 @@
+import BatonStore
+import Foundation
+
+/// A participant's lifecycle as its signal file says: `foreground` or `background`.
+public enum Lifecycle: String, Sendable, Hashable, CaseIterable {
+    case foreground
+    case background
+}
+
+/// Reads and writes `D/lifecycle/<name>`, the level-triggered signal a shell or `baton signal`
+/// sets. Reading is defensive: no symlinks (`O_NOFOLLOW`), regular files only, at most
+/// ``maxSize`` bytes; anything else is a typed error, never a crash.
+public enum LifecycleSignal {
+    /// The largest signal file read.
+    public static let maxSize = 256
+
+    /// The outcome of reading one signal file.
+    public enum Reading: Sendable, Hashable {
+        case valid(Lifecycle)
+        /// No file (yet).
+        case missing
+        /// Empty: a writer is mid-way (`echo x > file` truncates first); wait for the next event.
+        case empty
+        /// Anything else; the reason is for the log (never the content).
+        case invalid(String)
+    }
+
+    /// Reads `D/lifecycle/<name>`.
+    public static func read(directory: SharedDirectory, name: String) -> Reading {
+        readFile(at: directory.lifecyclePath + "/" + name)
+    }
+
+    static func readFile(at path: String) -> Reading {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            switch errno {
+            case ENOENT: return .missing
+            case ELOOP: return .invalid("is a symbolic link")
+            default: return .invalid("cannot be opened (\(String(cString: strerror(errno))))")
+            }
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            return .invalid("is not a regular file")
+        }
+        guard info.st_size <= maxSize else { return .invalid("is \(info.st_size) bytes (limit \(maxSize))") }
+        var buffer = [UInt8](repeating: 0, count: maxSize + 1)
+        let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        guard count >= 0 else { return .invalid("cannot be read") }
+        guard count <= maxSize else { return .invalid("is larger than \(maxSize) bytes") }
+        let text = String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        if text.isEmpty { return .empty }
+        guard let lifecycle = Lifecycle(rawValue: text.lowercased()) else {
+            return .invalid("holds neither 'foreground' nor 'background'")
+        }
+        return .valid(lifecycle)
+    }
+
+    /// Writes the signal atomically (temporary file + rename), as `baton signal` does.
+    ///
+    /// - Throws: `invalidName` for a bad participant name; `io` when the directory is unusable.
+    public static func write(_ lifecycle: Lifecycle, directory: SharedDirectory, name: String) throws {
+        try ParticipantName.validate(name)
+        try directory.ensureSubdirectory(directory.lifecyclePath)
+        try AtomicFile.write(Data((lifecycle.rawValue + "\n").utf8), to: directory.lifecyclePath + "/" + name)
+    }
+}
+
+/// Participant names: `[A-Za-z0-9._-]{1,64}`.
+public enum ParticipantName {
+    public static func validate(_ name: String) throws {
+        guard Names.isValid(name), !name.hasPrefix(".") else {
+            throw CoordinatorError(
+                .invalidName,
+                "invalid participant name '\(name.prefix(80))'; use 1-64 of A-Z a-z 0-9 . _ - (not starting with '.')"
+            )
+        }
+    }
+}
+
+/// Files replaced atomically: written to a temporary sibling, then renamed over the target.
+public enum AtomicFile {
+    public static func write(_ data: Data, to path: String) throws {
+        let temporary = path + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else {
+            throw CoordinatorError(.io, "cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+        let written = data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        guard written == data.count, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw CoordinatorError(.io, "cannot replace \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Reads a small file without following symlinks; `nil` when missing, unreadable or too big.
+    public static func read(_ path: String, maxSize: Int) -> Data? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= maxSize else {
+            return nil
+        }
+        var buffer = [UInt8](repeating: 0, count: Int(info.st_size) + 1)
+        let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        guard count >= 0, count <= maxSize else { return nil }
+        return Data(buffer[0..<count])
+    }
+}

@@ -1,0 +1,88 @@
+import BatonStore
+import Foundation
+
+/// A participant's published state, `D/participants/<name>.json` (replaced atomically).
+public struct ParticipantStatus: Sendable, Hashable {
+    /// `host` or `extension`.
+    public var role: String
+    public var name: String
+    /// Higher wins the lease when several are foreground.
+    public var priority: Int
+    public var pid: Int32
+    /// What its lifecycle signal says.
+    public var lifecycle: Lifecycle
+    /// Its hand-over phase (`background`, `waiting`, `writer`, `releasing`, `finished`).
+    public var phase: String
+    /// The lease epoch it holds, when writer.
+    public var epoch: Int64?
+    /// Its sync manager's state.
+    public var managerState: String
+    /// When it was published (ms since 1970).
+    public var updated: Int64
+
+    public var isWriter: Bool { phase == HandOverStateMachine.Phase.writer.rawValue }
+    public var isWaiting: Bool { phase == HandOverStateMachine.Phase.waitingForLease.rawValue }
+
+    /// Whether its process still exists.
+    public var isAlive: Bool {
+        kill(pid, 0) == 0 || errno == EPERM
+    }
+
+    public init(
+        role: String, name: String, priority: Int, pid: Int32, lifecycle: Lifecycle, phase: String,
+        epoch: Int64?,
+        managerState: String, updated: Int64
+    ) {
+        self.role = role
+        self.name = name
+        self.priority = priority
+        self.pid = pid
+        self.lifecycle = lifecycle
+        self.phase = phase
+        self.epoch = epoch
+        self.managerState = managerState
+        self.updated = updated
+    }
+
+    public var json: JSONObject {
+        [
+            "name": .string(name), "role": .string(role), "priority": .int(Int64(priority)),
+            "pid": .int(Int64(pid)),
+            "lifecycle": .string(lifecycle.rawValue), "phase": .string(phase), "writer": .bool(isWriter),
+            "epoch": epoch.map(JSONValue.int) ?? .null, "managerState": .string(managerState),
+            "updated": .int(updated),
+        ]
+    }
+
+    init?(json: JSONObject) {
+        guard let name = json["name"]?.stringValue, let role = json["role"]?.stringValue,
+            let priority = json["priority"]?.intValue, let pid = json["pid"]?.intValue,
+            let lifecycle = json["lifecycle"]?.stringValue.flatMap(Lifecycle.init(rawValue:)),
+            let phase = json["phase"]?.stringValue
+        else { return nil }
+        self.init(
+            role: role, name: name, priority: Int(priority), pid: Int32(truncatingIfNeeded: pid),
+            lifecycle: lifecycle,
+            phase: phase, epoch: json["epoch"]?.intValue,
+            managerState: json["managerState"]?.stringValue ?? "unknown",
+            updated: json["updated"]?.intValue ?? 0)
+    }
+
+    /// Writes `D/participants/<name>.json`.
+    public func publish(in directory: SharedDirectory) throws {
+        try directory.ensureSubdirectory(directory.participantsPath)
+        try AtomicFile.write(
+            Data(JSONValue.object(json).jsonString.utf8), to: directory.participantsPath + "/\(name).json")
+    }
+
+    /// Every readable status file; junk, oversize files and symlinks are skipped.
+    public static func readAll(in directory: SharedDirectory) -> [ParticipantStatus] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.participantsPath)) ?? []
+        return names.filter { $0.hasSuffix(".json") }.sorted().compactMap { file in
+            guard let data = AtomicFile.read(directory.participantsPath + "/" + file, maxSize: 64 * 1024),
+                let object = try? JSONObject(parsingObject: String(decoding: data, as: UTF8.self))
+            else { return nil }
+            return ParticipantStatus(json: object)
+        }
+    }
+}

@@ -1,0 +1,128 @@
+import ArgumentParser
+import BatonCoordinator
+import BatonREST
+import BatonStore
+import BatonSync
+import Foundation
+import Logging
+import SOQL
+
+struct ParticipantCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "participant",
+        abstract:
+            "Run one participant (a host or an extension) on a shared directory until Ctrl-C or SIGTERM.",
+        discussion: """
+            The participant follows D/lifecycle/NAME: foreground takes the writer lease (highest \
+            priority first), restarts stopped syncs and runs the configured ones; background stops \
+            them and hands the lease over. Change it with `baton signal` or `echo background > \
+            D/lifecycle/NAME`. Events go to D/logs/NAME.jsonl, state to D/participants/NAME.json.
+            The token may also come from the BATON_TOKEN environment variable.
+            """
+    )
+
+    @OptionGroup var directory: DirectoryOptions
+    @Option(help: "This participant's name: 1-64 of A-Z a-z 0-9 . _ -") var name: String
+    @Option(help: "host or extension.") var role: String
+    @Option(
+        help: "Lease priority; higher wins among foreground participants (default: host 100, extension 10).")
+    var priority: Int?
+    @Option(help: "The REST server's base URL, e.g. http://127.0.0.1:8080.") var server: String
+    @Option(help: "The bearer token (or set BATON_TOKEN).") var token: String?
+    @Option(
+        name: .customLong("sync-down"),
+        help: "NAME:SOUP:SOQL — a sync down to run as writer (SOQL may contain colons).")
+    var syncDowns: [String] = []
+    @Option(
+        name: .customLong("sync-up"),
+        help: "NAME:SOUP[:TYPE] — a sync up; TYPE defaults to the sync down's object on that soup.")
+    var syncUps: [String] = []
+    @Option(name: .customLong("batch-size"), help: "Records per sync down page (1-2000).") var batchSize: Int?
+    @Option(help: "foreground or background: the state to start in when D/lifecycle/NAME does not exist.")
+    var lifecycle: String?
+    @Option(
+        name: .customLong("stop-deadline"),
+        help: "Seconds a stop may take before the SQLite statement in flight is interrupted.")
+    var stopDeadline: Double = 5
+
+    func validate() throws {
+        guard role == "host" || role == "extension" else {
+            throw ValidationError("--role must be host or extension")
+        }
+        if let lifecycle, Lifecycle(rawValue: lifecycle) == nil {
+            throw ValidationError("--lifecycle must be foreground or background")
+        }
+        if let batchSize, !(1...2000).contains(batchSize) {
+            throw ValidationError("--batch-size must be between 1 and 2000")
+        }
+        guard stopDeadline > 0 else { throw ValidationError("--stop-deadline must be positive") }
+        guard token ?? ProcessInfo.processInfo.environment["BATON_TOKEN"] != nil else {
+            throw ValidationError("give the server's token with --token or BATON_TOKEN")
+        }
+    }
+
+    func run() async throws {
+        let token = self.token ?? ProcessInfo.processInfo.environment["BATON_TOKEN"] ?? ""
+        var logger = Logger(label: "baton.participant.\(name)")
+        logger[metadataKey: "baton.participant"] = "\(name)"
+        let store = try directory.openStore(create: true)
+        let client = RESTClient(baseURL: server, token: token, logger: logger)
+        let syncs = try configuredSyncs(client: client)
+        let manager = SyncManager(
+            store: store, targetFactory: RESTTargetFactory(client: client), logger: logger)
+        let participant = try Participant(
+            configuration: ParticipantConfiguration(
+                name: name, role: role, priority: priority, syncs: syncs,
+                initialLifecycle: lifecycle.flatMap(Lifecycle.init(rawValue:)),
+                stopDeadline: .milliseconds(Int(stopDeadline * 1000))),
+            directory: store.directory, store: store, manager: manager, logger: logger)
+        let signals = ShutdownSignals { participant.shutdown() }
+        CLIOutput.line("participant \(name) (\(role), pid \(getpid())) running in \(store.directory.path)")
+        try await participant.run()
+        signals.cancel()
+    }
+
+    func configuredSyncs(client: RESTClient) throws -> [ConfiguredSync] {
+        var syncs: [ConfiguredSync] = []
+        var soupTypes: [String: String] = [:]
+        for spec in syncDowns {
+            let parts = spec.split(separator: ":", maxSplits: 2).map(String.init)
+            guard parts.count == 3, !parts[2].isEmpty else {
+                throw ValidationError("--sync-down takes NAME:SOUP:SOQL, got '\(spec.prefix(80))'")
+            }
+            let target = try SoqlSyncDownTarget(client: client, query: parts[2], batchSize: batchSize)
+            soupTypes[parts[1]] = target.fetchQuery.object
+            syncs.append(.down(name: parts[0], soup: parts[1], target: target, options: SyncOptions()))
+        }
+        for spec in syncUps {
+            let parts = spec.split(separator: ":", maxSplits: 2).map(String.init)
+            guard parts.count >= 2, let type = parts.count == 3 ? parts[2] : soupTypes[parts[1]] else {
+                throw ValidationError(
+                    "--sync-up takes NAME:SOUP[:TYPE] (TYPE is needed when no --sync-down uses SOUP), got '\(spec.prefix(80))'"
+                )
+            }
+            let target = try RESTSyncUpTarget(client: client, objectType: type)
+            syncs.append(.up(name: parts[0], soup: parts[1], target: target, options: SyncOptions()))
+        }
+        return syncs
+    }
+}
+
+/// SIGTERM and SIGINT run `handler` once each (instead of killing the process).
+final class ShutdownSignals {
+    private let sources: [any DispatchSourceSignal]
+
+    init(_ handler: @escaping @Sendable () -> Void) {
+        sources = [SIGTERM, SIGINT].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler(handler: handler)
+            source.resume()
+            return source
+        }
+    }
+
+    func cancel() {
+        for source in sources { source.cancel() }
+    }
+}

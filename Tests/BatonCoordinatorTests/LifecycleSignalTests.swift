@@ -1,0 +1,126 @@
+import BatonCoordinator
+import BatonStore
+import Foundation
+import Testing
+
+@Suite("Lifecycle signal files")
+struct LifecycleSignalTests {
+    func directory() throws -> (TemporaryDirectory, SharedDirectory) {
+        let temp = try TemporaryDirectory()
+        let shared = try SharedDirectory(path: temp.path + "/d")
+        try shared.ensureSubdirectory(shared.lifecyclePath)
+        return (temp, shared)
+    }
+
+    @Test(
+        "what a shell writes is read, junk is refused with a reason",
+        arguments: [
+            ("foreground", LifecycleSignal.Reading.valid(.foreground)),
+            ("background\n", .valid(.background)),
+            ("  BACKGROUND \n", .valid(.background)),
+            ("", .empty),
+            ("\n", .empty),
+            ("sideways", .invalid("holds neither 'foreground' nor 'background'")),
+            ("\u{0}\u{1}\u{2}", .invalid("holds neither 'foreground' nor 'background'")),
+        ])
+    func contents(text: String, expected: LifecycleSignal.Reading) throws {
+        let (temp, shared) = try directory()
+        try Data(text.utf8).write(to: URL(fileURLWithPath: shared.lifecyclePath + "/p"))
+        #expect(LifecycleSignal.read(directory: shared, name: "p") == expected)
+        _ = temp
+    }
+
+    @Test("missing files, symlinks, directories and oversize files are refused, never followed")
+    func hostileFiles() throws {
+        let (temp, shared) = try directory()
+        #expect(LifecycleSignal.read(directory: shared, name: "none") == .missing)
+        try Data("foreground".utf8).write(to: URL(fileURLWithPath: temp.path + "/target"))
+        try FileManager.default.createSymbolicLink(
+            atPath: shared.lifecyclePath + "/link", withDestinationPath: temp.path + "/target")
+        #expect(LifecycleSignal.read(directory: shared, name: "link") == .invalid("is a symbolic link"))
+        try FileManager.default.createDirectory(
+            atPath: shared.lifecyclePath + "/dir", withIntermediateDirectories: false)
+        #expect(LifecycleSignal.read(directory: shared, name: "dir") == .invalid("is not a regular file"))
+        try Data(repeating: 0x61, count: 1 << 20).write(
+            to: URL(fileURLWithPath: shared.lifecyclePath + "/big"))
+        guard case .invalid(let reason) = LifecycleSignal.read(directory: shared, name: "big") else {
+            Issue.record("a 1 MiB file was accepted")
+            return
+        }
+        #expect(reason.contains("limit"))
+    }
+
+    @Test("random bytes never crash the reader", arguments: 0..<20)
+    func fuzz(seed: Int) throws {
+        let (temp, shared) = try directory()
+        var generator = SystemRandomNumberGenerator()
+        let length = Int.random(in: 0...400, using: &generator)
+        let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        try Data(bytes).write(to: URL(fileURLWithPath: shared.lifecyclePath + "/p"))
+        switch LifecycleSignal.read(directory: shared, name: "p") {
+        case .valid, .empty, .invalid, .missing: break
+        }
+        _ = (temp, seed)
+    }
+
+    @Test("writing is atomic and names are validated")
+    func write() throws {
+        let (temp, shared) = try directory()
+        try LifecycleSignal.write(.background, directory: shared, name: "host")
+        #expect(LifecycleSignal.read(directory: shared, name: "host") == .valid(.background))
+        #expect(throws: CoordinatorError.self) {
+            try LifecycleSignal.write(.foreground, directory: shared, name: "../evil")
+        }
+        #expect(throws: CoordinatorError.self) {
+            try LifecycleSignal.write(.foreground, directory: shared, name: "")
+        }
+        _ = temp
+    }
+}
+
+@Suite("Directory watcher (inotify)")
+struct DirectoryWatcherTests {
+    @Test(
+        "reports writes and renames, and a deleted then recreated subdirectory as a rescan",
+        .timeLimit(.minutes(1)))
+    func events() async throws {
+        let temp = try TemporaryDirectory()
+        let shared = try SharedDirectory(path: temp.path + "/d")
+        try shared.ensureSubdirectory(shared.lifecyclePath)
+        let events = try DirectoryWatcher(root: shared.path, subdirectories: ["lifecycle"]).events()
+        var iterator = events.makeAsyncIterator()
+
+        try LifecycleSignal.write(.foreground, directory: shared, name: "host")
+        var seen: [DirectoryWatcher.Event] = []
+        while let event = await iterator.next() {
+            seen.append(event)
+            if event == .changed(directory: "lifecycle", name: "host") { break }
+        }
+        #expect(seen.contains(.changed(directory: "lifecycle", name: "host")))
+
+        try FileManager.default.removeItem(atPath: shared.lifecyclePath)
+        var sawDeletion = false
+        while let event = await iterator.next() {
+            if case .rescan = event {
+                sawDeletion = true
+                break
+            }
+        }
+        #expect(sawDeletion)
+        try shared.ensureSubdirectory(shared.lifecyclePath)
+        // The new directory is watched again: a write in it is reported.
+        var sawRecreatedWrite = false
+        try LifecycleSignal.write(.background, directory: shared, name: "ext")
+        while let event = await iterator.next() {
+            if event == .changed(directory: "lifecycle", name: "ext") {
+                sawRecreatedWrite = true
+                break
+            }
+            if case .rescan = event {
+                // The recreation itself; write again in case the first write raced the re-watch.
+                try LifecycleSignal.write(.background, directory: shared, name: "ext")
+            }
+        }
+        #expect(sawRecreatedWrite)
+    }
+}
