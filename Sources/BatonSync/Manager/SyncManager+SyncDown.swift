@@ -40,20 +40,26 @@ extension SyncManager {
         let syncId = state.id
         let leaveIfChanged = state.mergeMode == .leaveIfChanged
         let epoch = fencingEpoch
-        try await store.write(fencedBy: epoch) { transaction in
-            for record in records {
-                guard let serverId = record[idField], !serverId.isNull else { continue }
-                if leaveIfChanged,
-                    let existing = try transaction.entry(where: idField, equals: serverId, in: soup),
-                    LocalFlags.isDirty(existing.record)
-                {
-                    continue
+        let store = self.store
+        // A page that arrived is saved even if a stop lands meanwhile: the write runs in a task
+        // of its own (awaited, so still in order) that the stop's cancellation does not reach;
+        // the stop is seen at the next check. Only the page in flight is ever lost.
+        try await Task.detached {
+            try await store.write(fencedBy: epoch) { transaction in
+                for record in records {
+                    guard let serverId = record[idField], !serverId.isNull else { continue }
+                    if leaveIfChanged,
+                        let existing = try transaction.entry(where: idField, equals: serverId, in: soup),
+                        LocalFlags.isDirty(existing.record)
+                    {
+                        continue
+                    }
+                    try transaction.upsert(
+                        LocalFlags.clean(record, syncId: syncId), into: soup, externalIdPath: idField)
                 }
-                try transaction.upsert(
-                    LocalFlags.clean(record, syncId: syncId), into: soup, externalIdPath: idField)
+                try transaction.updateSyncState(row)
             }
-            try transaction.updateSyncState(row)
-        }
+        }.value
     }
 
     /// Fetches every remote id of the target's query (checking for a stop on every page), then

@@ -1,0 +1,93 @@
+import BatonCoordinator
+import BatonREST
+import BatonServer
+import BatonStore
+import BatonSync
+import Foundation
+import Logging
+import Testing
+
+/// Waits, on inotify events in the shared directory, until `condition` holds.
+func waitUntil(
+    _ shared: SharedDirectory, timeout: Duration = .seconds(60), _ what: String, _ condition: @escaping @Sendable () -> Bool
+) async throws {
+    try shared.ensureSubdirectory(shared.participantsPath)
+    try shared.ensureSubdirectory(shared.lifecyclePath)
+    let events = try DirectoryWatcher(root: shared.path, subdirectories: ["participants", "lifecycle"]).events()
+    if condition() { return }
+    let met = await withTaskGroup(of: Bool.self) { group in
+        group.addTask {
+            for await _ in events where condition() { return true }
+            return false
+        }
+        group.addTask {
+            try? await Task.sleep(for: timeout)
+            return false
+        }
+        let first = await group.next() ?? false
+        group.cancelAll()
+        return first
+    }
+    if !met { Issue.record("timed out waiting for \(what)") }
+}
+
+func status(_ shared: SharedDirectory, _ name: String) -> ParticipantStatus? {
+    ParticipantStatus.readAll(in: shared).first { $0.name == name }
+}
+
+@Suite("Participants in one process")
+struct ParticipantTests {
+    @Test("an extension yields the lease to the host; the extension's sync calls then name the writer", .timeLimit(.minutes(2)))
+    func priorityYield() async throws {
+        let temp = try TemporaryDirectory()
+        let shared = try SharedDirectory(path: temp.path + "/d")
+        var quiet = Logger(label: "test")
+        quiet.logLevel = .critical
+        let server = try await ReferenceServer.start(.init(token: "t"), logger: quiet)
+        let client = RESTClient(baseURL: server.url, token: "t")
+        try await client.adminSeed(type: "Account", count: 3000)
+        try await client.adminSetFaults(["latencyMs": 40])
+
+        func participant(_ name: String, role: String, _ lifecycle: Lifecycle) throws -> (Participant, SyncManager) {
+            let store = try SharedStore.open(directory: shared, logger: quiet)
+            let manager = SyncManager(store: store, targetFactory: RESTTargetFactory(client: client), logger: quiet)
+            let target = try SoqlSyncDownTarget(client: client, query: "SELECT Id, Name FROM Account", batchSize: 200)
+            let configuration = ParticipantConfiguration(
+                name: name, role: role, syncs: [.down(name: "accounts", soup: "accounts", target: target, options: SyncOptions())],
+                initialLifecycle: lifecycle)
+            return (try Participant(configuration: configuration, directory: shared, store: store, manager: manager, logger: quiet), manager)
+        }
+
+        let (ext, extManager) = try participant("ext", role: "extension", .foreground)
+        let (host, _) = try participant("host", role: "host", .background)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await ext.run() }
+            try await waitUntil(shared, "ext to write") { status(shared, "ext")?.isWriter == true }
+            group.addTask { try await host.run() }
+            try await waitUntil(shared, "host to publish") { status(shared, "host") != nil }
+
+            try LifecycleSignal.write(.foreground, directory: shared, name: "host")
+            try await waitUntil(shared, "host to take the lease") {
+                status(shared, "host")?.isWriter == true && status(shared, "ext")?.isWaiting == true
+            }
+            #expect(status(shared, "ext")?.isWriter == false)
+
+            let target = try SoqlSyncDownTarget(client: client, query: "SELECT Id FROM Account")
+            await #expect {
+                try await extManager.syncDown(target: target, soupName: "accounts")
+            } throws: { error in
+                guard let error = error as? SyncError else { return false }
+                return error.code == .notAcceptingSyncs && error.message.contains("'host'")
+            }
+
+            host.shutdown()
+            ext.shutdown()
+            try await group.waitForAll()
+        }
+        let store = try SharedStore.open(directory: shared, logger: quiet)
+        let history = try await store.read { try $0.leaseHistory() }
+        #expect(LeaseAudit.check(history).isEmpty)
+        #expect(history.map(\.name).starts(with: ["ext", "host"]))
+        await server.stop()
+    }
+}
