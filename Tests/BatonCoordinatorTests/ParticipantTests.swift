@@ -9,11 +9,13 @@ import Testing
 
 /// Waits, on inotify events in the shared directory, until `condition` holds.
 func waitUntil(
-    _ shared: SharedDirectory, timeout: Duration = .seconds(60), _ what: String, _ condition: @escaping @Sendable () -> Bool
+    _ shared: SharedDirectory, timeout: Duration = .seconds(60), _ what: String,
+    _ condition: @escaping @Sendable () -> Bool
 ) async throws {
     try shared.ensureSubdirectory(shared.participantsPath)
     try shared.ensureSubdirectory(shared.lifecyclePath)
-    let events = try DirectoryWatcher(root: shared.path, subdirectories: ["participants", "lifecycle"]).events()
+    let events = try DirectoryWatcher(root: shared.path, subdirectories: ["participants", "lifecycle"])
+        .events()
     if condition() { return }
     let met = await withTaskGroup(of: Bool.self) { group in
         group.addTask {
@@ -37,7 +39,9 @@ func status(_ shared: SharedDirectory, _ name: String) -> ParticipantStatus? {
 
 @Suite("Participants in one process")
 struct ParticipantTests {
-    @Test("an extension yields the lease to the host; the extension's sync calls then name the writer", .timeLimit(.minutes(2)))
+    @Test(
+        "an extension yields the lease to the host; the extension's sync calls then name the writer",
+        .timeLimit(.minutes(2)))
     func priorityYield() async throws {
         let temp = try TemporaryDirectory()
         let shared = try SharedDirectory(path: temp.path + "/d")
@@ -48,14 +52,23 @@ struct ParticipantTests {
         try await client.adminSeed(type: "Account", count: 3000)
         try await client.adminSetFaults(["latencyMs": 40])
 
-        func participant(_ name: String, role: String, _ lifecycle: Lifecycle) throws -> (Participant, SyncManager) {
+        func participant(_ name: String, role: String, _ lifecycle: Lifecycle) throws -> (
+            Participant, SyncManager
+        ) {
             let store = try SharedStore.open(directory: shared, logger: quiet)
-            let manager = SyncManager(store: store, targetFactory: RESTTargetFactory(client: client), logger: quiet)
-            let target = try SoqlSyncDownTarget(client: client, query: "SELECT Id, Name FROM Account", batchSize: 200)
+            let manager = SyncManager(
+                store: store, targetFactory: RESTTargetFactory(client: client), logger: quiet)
+            let target = try SoqlSyncDownTarget(
+                client: client, query: "SELECT Id, Name FROM Account", batchSize: 200)
             let configuration = ParticipantConfiguration(
-                name: name, role: role, syncs: [.down(name: "accounts", soup: "accounts", target: target, options: SyncOptions())],
+                name: name, role: role,
+                syncs: [.down(name: "accounts", soup: "accounts", target: target, options: SyncOptions())],
                 initialLifecycle: lifecycle)
-            return (try Participant(configuration: configuration, directory: shared, store: store, manager: manager, logger: quiet), manager)
+            return (
+                try Participant(
+                    configuration: configuration, directory: shared, store: store, manager: manager,
+                    logger: quiet), manager
+            )
         }
 
         let (ext, extManager) = try participant("ext", role: "extension", .foreground)

@@ -31,8 +31,10 @@ final class CoordinatorFixture: @unchecked Sendable {
     ) throws -> BatonProcess {
         let process = try BatonProcess(
             [
-                "participant", "--dir", dir, "--name", name, "--role", role, "--server", server.url, "--lifecycle", lifecycle,
-                "--sync-down", "accounts:accounts:SELECT Id, Name, Number__c FROM Account", "--batch-size", String(batchSize),
+                "participant", "--dir", dir, "--name", name, "--role", role, "--server", server.url,
+                "--lifecycle", lifecycle,
+                "--sync-down", "accounts:accounts:SELECT Id, Name, Number__c FROM Account", "--batch-size",
+                String(batchSize),
             ] + extra, environment: ["BATON_TOKEN": "e2e-token"])
         processes[name] = process
         return process
@@ -40,7 +42,8 @@ final class CoordinatorFixture: @unchecked Sendable {
 
     /// `baton wait … --timeout S`; true when the condition held in time.
     func wait(_ condition: [String], timeout: Int = 60) async throws -> Bool {
-        let result = try await BatonProcess.run(["wait", "--dir", dir] + condition + ["--timeout", String(timeout)])
+        let result = try await BatonProcess.run(
+            ["wait", "--dir", dir] + condition + ["--timeout", String(timeout)])
         return result.status == 0
     }
 
@@ -62,7 +65,9 @@ final class CoordinatorFixture: @unchecked Sendable {
 
     func syncState(_ name: String) async throws -> JSONValue? {
         let result = try await BatonProcess.run(["syncs", "--dir", dir, "--json"])
-        return try JSONValue(parsing: result.stdout).arrayValue?.first { $0.value(atPath: "name")?.stringValue == name }
+        return try JSONValue(parsing: result.stdout).arrayValue?.first {
+            $0.value(atPath: "name")?.stringValue == name
+        }
     }
 
     func served() async throws -> Int {
@@ -74,7 +79,9 @@ final class CoordinatorFixture: @unchecked Sendable {
         for process in processes.values where process.isRunning { process.send(SIGTERM) }
         for (name, process) in processes {
             let result = try await process.wait(timeout: .seconds(60))
-            #expect(!result.stderr.contains("SQLITE_BUSY") && !result.stderr.contains("database is locked"), "\(name): \(result.stderr)")
+            #expect(
+                !result.stderr.contains("SQLITE_BUSY") && !result.stderr.contains("database is locked"),
+                "\(name): \(result.stderr)")
         }
         await server.stop()
     }

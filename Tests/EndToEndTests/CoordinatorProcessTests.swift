@@ -5,7 +5,9 @@ import Testing
 
 @Suite("Paired participants as processes", .serialized)
 struct CoordinatorProcessTests {
-    @Test("hand-over mid-sync: the host stops and releases, the extension resumes to done", arguments: ["baton signal", "echo"])
+    @Test(
+        "hand-over mid-sync: the host stops and releases, the extension resumes to done",
+        arguments: ["baton signal", "echo"])
     func pairedHandOver(signalling: String) async throws {
         let f = try await CoordinatorFixture(records: 20_000)
         try await f.client.adminSetFaults(["latencyMs": 20])
@@ -31,7 +33,10 @@ struct CoordinatorProcessTests {
         #expect(hostLog.contains { $0["event"] == "sync" && $0["status"] == "stopped" })
         #expect(hostLog.contains { $0["event"] == "lease.released" && $0["reason"] == "background" })
         let extLog = f.log("ext")
-        #expect(extLog.contains { $0["event"] == "manager.restarted" && ($0["resumed"]?.arrayValue?.isEmpty == false) })
+        #expect(
+            extLog.contains {
+                $0["event"] == "manager.restarted" && ($0["resumed"]?.arrayValue?.isEmpty == false)
+            })
 
         let info = try await f.storeInfo()
         #expect(info.value(atPath: "integrity") == "ok")
@@ -72,7 +77,9 @@ struct CoordinatorProcessTests {
         let check = try await BatonProcess.run(["lease", "check", "--dir", f.dir])
         #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
         let history = try await BatonProcess.run(["lease", "history", "--dir", f.dir, "--json"])
-        let kinds = (try JSONValue(parsing: history.stdout).arrayValue ?? []).compactMap { $0.value(atPath: "releaseKind")?.stringValue }
+        let kinds = (try JSONValue(parsing: history.stdout).arrayValue ?? []).compactMap {
+            $0.value(atPath: "releaseKind")?.stringValue
+        }
         #expect(kinds.first == "taken-over")
     }
 
@@ -89,14 +96,18 @@ struct CoordinatorProcessTests {
         let status = try await BatonProcess.run(["status", "--dir", f.dir, "--json"])
         let parsed = try JSONValue(parsing: status.stdout)
         #expect(parsed.value(atPath: "writer.name") == "host")
-        let ext = parsed.value(atPath: "participants")?.arrayValue?.first { $0.value(atPath: "name") == "ext" }
+        let ext = parsed.value(atPath: "participants")?.arrayValue?.first {
+            $0.value(atPath: "name") == "ext"
+        }
         #expect(ext?.value(atPath: "phase") == "waiting")
         #expect(f.log("ext").contains { $0["event"] == "lease.released" && $0["reason"] == "yield" })
         #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
         try await f.finish()
     }
 
-    @Test("junk signals, unknown names, a symlink, a 1 MiB file and a recreated lifecycle directory are survived")
+    @Test(
+        "junk signals, unknown names, a symlink, a 1 MiB file and a recreated lifecycle directory are survived"
+    )
     func badInput() async throws {
         let f = try await CoordinatorFixture(records: 100)
         let host = try f.start("host", role: "host", lifecycle: "background")
@@ -109,7 +120,8 @@ struct CoordinatorProcessTests {
         try Data(repeating: 0x66, count: 1 << 20).write(to: URL(fileURLWithPath: lifecycle + "/ext"))
         try Data("foreground".utf8).write(to: URL(fileURLWithPath: f.temp.path + "/elsewhere"))
         try FileManager.default.removeItem(atPath: lifecycle + "/ext")
-        try FileManager.default.createSymbolicLink(atPath: lifecycle + "/ext", withDestinationPath: f.temp.path + "/elsewhere")
+        try FileManager.default.createSymbolicLink(
+            atPath: lifecycle + "/ext", withDestinationPath: f.temp.path + "/elsewhere")
         try FileManager.default.removeItem(atPath: lifecycle)
         try FileManager.default.createDirectory(atPath: lifecycle, withIntermediateDirectories: false)
         // Still alive, and still obeying the next valid signal.

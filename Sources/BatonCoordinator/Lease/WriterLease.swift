@@ -1,6 +1,7 @@
 import BatonStore
 import Foundation
 import Logging
+import Synchronization
 
 /// The writer lease: an exclusive `flock` on `D/writer.lock` (its own descriptor, `O_CLOEXEC`,
 /// held for the whole lease, never the database file), recorded in the store's lease table.
@@ -20,6 +21,12 @@ public final class WriterLease: Sendable {
     let store: SharedStore
     let name: String
     let lock: FileLock
+    /// The lease this process holds, if any: taking it twice returns the same epoch, and only
+    /// the current holding can be released.
+    private let state = Mutex<Held?>(nil)
+
+    /// The lease held now by this process, if any.
+    public var current: Held? { state.withLock { $0 } }
 
     /// Prepares (but does not take) the lease for participant `name`.
     public init(directory: SharedDirectory, store: SharedStore, name: String) throws {
@@ -33,11 +40,14 @@ public final class WriterLease: Sendable {
     ///
     /// - Returns: the held lease, or `nil` when someone else holds it.
     public func tryAcquire() throws -> Held? {
+        if let held = current { return held }
         guard try lock.tryLock() else { return nil }
         do {
             let now = Clock.nowMillis()
             let epoch = try store.write { try $0.beginLeaseEpoch(name: name, pid: getpid(), now: now) }
-            return Held(epoch: epoch, acquired: now)
+            let held = Held(epoch: epoch, acquired: now)
+            state.withLock { $0 = held }
+            return held
         } catch {
             lock.release()
             throw error
@@ -63,8 +73,14 @@ public final class WriterLease: Sendable {
         }
     }
 
-    /// Closes the history row and unlocks.
+    /// Closes the history row and unlocks; does nothing unless `held` is the current holding.
     public func release(_ held: Held) {
+        let isCurrent = state.withLock { current in
+            guard current == held else { return false }
+            current = nil
+            return true
+        }
+        guard isCurrent else { return }
         do {
             try store.write { try $0.endLeaseEpoch(held.epoch) }
         } catch {

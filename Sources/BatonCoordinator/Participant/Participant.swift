@@ -138,12 +138,19 @@ public actor Participant {
             return false
         case .leaseAcquired(let held):
             acquiring = nil
+            // A holding released since (the wait was cancelled), or one already taken in.
+            guard lease.current == held, self.held != held else { return false }
+            let actions = machine.leaseAcquired()
+            if actions == [.releaseUnused] {
+                lease.release(held)
+                log.log("lease.released", ["epoch": .int(held.epoch), "reason": "unused"])
+                return false
+            }
             self.held = held
             let waited = ParticipantLog.monotonicMillis() - acquireStarted
             log.log(
                 "lease.acquired",
                 ["epoch": .int(held.epoch), "waitMs": .double((waited * 10).rounded() / 10)])
-            let actions = machine.leaseAcquired()
             return (try? await carryOut(actions)) ?? false
         case .leaseFailed(let reason):
             acquiring = nil
@@ -198,10 +205,10 @@ public actor Participant {
                 await acquiring?.value
                 acquiring = nil
                 // The lease may have been taken just before the cancel landed.
-                if let held, machine.phase != .writer {
-                    lease.release(held)
-                    self.held = nil
-                    log.log("lease.released", ["epoch": .int(held.epoch), "reason": "unused"])
+                if machine.phase != .writer, let taken = lease.current {
+                    lease.release(taken)
+                    held = nil
+                    log.log("lease.released", ["epoch": .int(taken.epoch), "reason": "unused"])
                 }
             case .becomeWriter:
                 await becomeWriter()
@@ -209,11 +216,8 @@ public actor Participant {
                 await stopAndRelease(reason)
                 if try await carryOut(machine.released()) { return true }
             case .releaseUnused:
-                if let held {
-                    lease.release(held)
-                    self.held = nil
-                    log.log("lease.released", ["epoch": .int(held.epoch), "reason": "unused"])
-                }
+                // Handled where the lease arrives (`handle(.leaseAcquired)`).
+                break
             case .exit:
                 return true
             }
@@ -223,6 +227,11 @@ public actor Participant {
 
     func startAcquiring() {
         guard acquiring == nil, held == nil else { return }
+        if let taken = lease.current {
+            // Taken by an earlier wait whose event is still queued: use it now.
+            sink.yield(.leaseAcquired(taken))
+            return
+        }
         acquireStarted = ParticipantLog.monotonicMillis()
         log.log("lease.waiting")
         let lease = self.lease
