@@ -19,7 +19,7 @@ struct Baton: AsyncParsableCommand {
         subcommands: [
             StoreCommand.self, ServeCommand.self, SyncsCommand.self, ParticipantCommand.self,
             SignalCommand.self,
-            StatusCommand.self, WaitCommand.self, LeaseCommand.self, WatchCommand.self,
+            StatusCommand.self, WaitCommand.self, LeaseCommand.self, WatchCommand.self, DemoCommand.self,
         ]
     )
 

@@ -13,7 +13,9 @@ struct WatchCommandTests {
         let watcher = try BatonProcess(["watch", "--dir", f.dir, "--json"])
         try await watcher.waitForLine(containing: "changeSequence")
         try await f.signal("host", "foreground")
-        try await watcher.waitForOutput("the soup at 2000 records") { out, _ in out.contains("\"accounts\":2000") }
+        try await watcher.waitForOutput("the soup at 2000 records") { out, _ in
+            out.contains("\"accounts\":2000")
+        }
         watcher.send(SIGTERM)
         _ = try await watcher.wait()
         let lines = watcher.stdout.split(separator: "\n").compactMap { try? JSONValue(parsing: String($0)) }

@@ -3,12 +3,15 @@ import BatonSync
 /// A sync a participant runs whenever it becomes the writer: created on its first foreground,
 /// reSynced on later ones unless the restart already resumed it.
 public enum ConfiguredSync: Sendable {
-    case down(name: String, soup: String, target: any SyncDownTarget, options: SyncOptions)
+    /// With `cleanGhosts`, clean resync ghosts is queued right after the sync down each time.
+    case down(
+        name: String, soup: String, target: any SyncDownTarget, options: SyncOptions,
+        cleanGhosts: Bool = false)
     case up(name: String, soup: String, target: any SyncUpTarget, options: SyncOptions)
 
     public var name: String {
         switch self {
-        case .down(let name, _, _, _), .up(let name, _, _, _): return name
+        case .down(let name, _, _, _, _), .up(let name, _, _, _): return name
         }
     }
 }

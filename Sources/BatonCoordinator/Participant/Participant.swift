@@ -33,6 +33,8 @@ public actor Participant {
     var lastLifecycleProblem: String?
     var lastManagerState: ManagerStateMachine.State?
     var hasRun = false
+    /// Clean resync ghosts runs queued behind its sync; this awaits its outcome for the log.
+    var ghostCleaning: Task<Void, Never>?
     nonisolated let events: AsyncStream<Event>
     nonisolated let sink: AsyncStream<Event>.Continuation
 
@@ -110,6 +112,7 @@ public actor Participant {
             }
             acquiring?.cancel()
             await acquiring?.value
+            await ghostCleaning?.value
             group.cancelAll()
         }
         log.log("exited")
@@ -272,6 +275,10 @@ public actor Participant {
             for sync in configuration.syncs where !resumed.contains(sync.name) {
                 try await runConfigured(sync)
             }
+            for case .down(let name, _, _, _, true) in configuration.syncs {
+                guard let state = try await manager.getSyncStatus(name: name) else { continue }
+                queueGhostCleaning(syncId: state.id, name: name)
+            }
         } catch {
             logger.error("could not start syncs as writer", metadata: ["baton.error": "\(error)"])
             log.log("writer.error", ["error": .string(String(describing: error))])
@@ -290,10 +297,26 @@ public actor Participant {
             return
         }
         switch sync {
-        case .down(let name, let soup, let target, let options):
+        case .down(let name, let soup, let target, let options, _):
             try await manager.syncDown(target: target, options: options, soupName: soup, name: name)
         case .up(let name, let soup, let target, let options):
             try await manager.syncUp(target: target, options: options, soupName: soup, name: name)
+        }
+    }
+
+    func queueGhostCleaning(syncId: Int64, name: String) {
+        let manager = self.manager
+        let log = self.log
+        let previous = ghostCleaning
+        ghostCleaning = Task {
+            await previous?.value
+            do {
+                let deleted = try await manager.cleanResyncGhosts(id: syncId)
+                log.log("ghosts.cleaned", ["name": .string(name), "deleted": .int(Int64(deleted))])
+            } catch {
+                log.log(
+                    "ghosts.failed", ["name": .string(name), "error": .string(String(describing: error))])
+            }
         }
     }
 

@@ -38,6 +38,10 @@ struct ParticipantCommand: AsyncParsableCommand {
         help: "NAME:SOUP[:TYPE] — a sync up; TYPE defaults to the sync down's object on that soup.")
     var syncUps: [String] = []
     @Option(name: .customLong("batch-size"), help: "Records per sync down page (1-2000).") var batchSize: Int?
+    @Option(
+        name: .customLong("clean-ghosts"),
+        help: "NAME of a --sync-down to follow with clean resync ghosts each time it runs.")
+    var cleanGhosts: [String] = []
     @Option(help: "foreground or background: the state to start in when D/lifecycle/NAME does not exist.")
     var lifecycle: String?
     @Option(
@@ -92,7 +96,10 @@ struct ParticipantCommand: AsyncParsableCommand {
             }
             let target = try SoqlSyncDownTarget(client: client, query: parts[2], batchSize: batchSize)
             soupTypes[parts[1]] = target.fetchQuery.object
-            syncs.append(.down(name: parts[0], soup: parts[1], target: target, options: SyncOptions()))
+            syncs.append(
+                .down(
+                    name: parts[0], soup: parts[1], target: target, options: SyncOptions(),
+                    cleanGhosts: cleanGhosts.contains(parts[0])))
         }
         for spec in syncUps {
             let parts = spec.split(separator: ":", maxSplits: 2).map(String.init)

@@ -1,0 +1,156 @@
+import BatonCoordinator
+import BatonStore
+import BatonSync
+import Foundation
+import Logging
+
+/// The demo's verdict: each check with what it measured.
+struct DemoSummary {
+    struct Check {
+        var name: String
+        var passed: Bool
+        var detail: String
+    }
+
+    var checks: [Check] = []
+    var figures: JSONObject = [:]
+    var passed: Bool { checks.allSatisfy(\.passed) }
+
+    static func check(_ run: DemoRun) async throws -> DemoSummary {
+        var summary = DemoSummary()
+        let shared = try run.directory
+        guard let client = run.client else { throw DemoRun.Failure(description: "no server") }
+        let store = try SharedStore.open(
+            directory: shared, create: false, logger: Logger(label: "baton.demo"))
+        let hostLog = DemoRun.readLog(shared, "host")
+        let extLog = DemoRun.readLog(shared, "ext")
+
+        // Records: same ids on both sides; same LastModifiedDate except the one synced up.
+        let serverRecords = try await client.adminRecords(type: "Account")
+        let local = try store.query(.all, in: "accounts").map(\.record)
+        var serverStamps: [String: String] = [:]
+        for record in serverRecords {
+            if let id = record["Id"]?.stringValue {
+                serverStamps[id] = record["LastModifiedDate"]?.stringValue
+            }
+        }
+        var localStamps: [String: String] = [:]
+        for record in local {
+            if let id = record["Id"]?.stringValue {
+                localStamps[id] = record["LastModifiedDate"]?.stringValue
+            }
+        }
+        let sameIds = Set(serverStamps.keys) == Set(localStamps.keys) && local.count == localStamps.count
+        let staleStamps = serverStamps.filter { id, stamp in id != run.editedId && localStamps[id] != stamp }
+            .count
+        summary.add(
+            "records match", sameIds && staleStamps == 0,
+            "server \(serverRecords.count), store \(local.count), differing time stamps \(staleStamps)")
+        summary.figures["serverRecords"] = .int(Int64(serverRecords.count))
+        summary.figures["storeRecords"] = .int(Int64(local.count))
+
+        // Refetch overhead of the stop and resume: at most the page in flight plus the ties.
+        // (The extension's ghost check also listed every id once: that is not refetching.)
+        let overhead = run.servedBeforeReturn - 2 * run.records
+        summary.add(
+            "refetch overhead", overhead >= 0 && overhead <= run.batchSize + run.tieSize,
+            "fetched \(run.servedBeforeReturn - run.records) for \(run.records) needed: \(overhead) extra (allowed: one page of \(run.batchSize) + \(run.tieSize) tied)"
+        )
+        summary.figures["fetched"] = .int(Int64(run.servedBeforeReturn - run.records))
+        summary.figures["needed"] = .int(Int64(run.records))
+
+        // reSync after done: only the changed records (plus the ghost check's id list).
+        let idFetch = run.records - run.deleted.count
+        let resynced = run.servedAfterReturn - run.servedBeforeReturn - idFetch
+        let changed = Set(run.touched).subtracting(run.deleted).count
+        summary.add(
+            "reSync fetched only changes", resynced == changed,
+            "\(resynced) records refetched for \(changed) changed (and not deleted) on the server")
+
+        let ghostsLeft = run.deleted.filter { localStamps[$0] != nil }.count
+        summary.add(
+            "ghosts cleaned", ghostsLeft == 0,
+            "\(run.deleted.count) deleted on the server, \(ghostsLeft) left locally")
+
+        let edited = run.editedId.flatMap { id in serverRecords.first { $0["Id"]?.stringValue == id } }
+        summary.add(
+            "local edit synced up", edited?["Name"] == "Edited in the demo",
+            edited == nil ? "no edited record found" : "the server has the edited name")
+
+        // Latencies, from the signal's write to what the logs recorded (CLOCK_MONOTONIC).
+        let background = run.signals.first { $0.name == "host" && $0.state == "background" }
+        let stopMs = hostLog.first { $0["event"] == "stopped" }?["stopMs"]?.doubleValue
+        let released = hostLog.first { $0["event"] == "lease.released" && $0["reason"] == "background" }?[
+            "t"]?.doubleValue
+        if let background, let stopMs, let released {
+            let releaseMs = released - background.t
+            summary.add(
+                "stop latency", releaseMs < 2_000,
+                String(
+                    format: "stop took %.1f ms; lease released %.1f ms after the signal", stopMs, releaseMs))
+            summary.figures["stopLatencyMs"] = .double((stopMs * 10).rounded() / 10)
+            summary.figures["releaseLatencyMs"] = .double((releaseMs * 10).rounded() / 10)
+        } else {
+            summary.add("stop latency", false, "the host's log has no stop and release")
+        }
+        let acquired = extLog.first { $0["event"] == "lease.acquired" }?["t"]?.doubleValue
+        let firstPage = extLog.first { event in
+            event["event"] == "sync" && event["status"] == "running" && (event["progress"]?.intValue ?? 0) > 0
+                && (event["t"]?.doubleValue ?? 0) > (acquired ?? .infinity)
+        }?["t"]?.doubleValue
+        if let background, let acquired, let firstPage {
+            let handover = acquired - background.t
+            summary.add(
+                "hand-over latency", handover < 5_000,
+                String(
+                    format:
+                        "extension held the baton %.1f ms after the signal, first page committed at %.1f ms",
+                    handover, firstPage - background.t))
+            summary.figures["handoverLatencyMs"] = .double((handover * 10).rounded() / 10)
+            summary.figures["firstPageMs"] = .double(((firstPage - background.t) * 10).rounded() / 10)
+        } else {
+            summary.add("hand-over latency", false, "the extension's log has no lease and first page")
+        }
+
+        let history = try await store.read { try $0.leaseHistory() }
+        let violations = LeaseAudit.check(history)
+        summary.add(
+            "lease history", violations.isEmpty && history.count >= 4,
+            violations.isEmpty
+                ? "\(history.count) intervals, epochs increasing, no overlaps"
+                : violations.map(\.description).joined(separator: "; "))
+        summary.figures["leaseIntervals"] = .int(Int64(history.count))
+
+        let integrity = try store.info().integrity
+        summary.add("integrity check", integrity == "ok", integrity)
+        summary.figures["durationMs"] = .int(Clock.nowMillis() - run.startedWall)
+        return summary
+    }
+
+    mutating func add(_ name: String, _ passed: Bool, _ detail: String) {
+        checks.append(Check(name: name, passed: passed, detail: detail))
+    }
+
+    var jsonValue: JSONValue {
+        var object = figures
+        object["passed"] = .bool(passed)
+        object["checks"] = .array(
+            checks.map {
+                ["name": .string($0.name), "passed": .bool($0.passed), "detail": .string($0.detail)]
+            })
+        return .object(object)
+    }
+
+    var lines: [String] {
+        ["", "summary:"]
+            + checks.map {
+                "  \($0.passed ? "✔" : "✘") \($0.name.padding(toLength: 28, withPad: " ", startingAt: 0)) \($0.detail)"
+            }
+            + [
+                "",
+                passed
+                    ? "all \(checks.count) checks passed"
+                    : "\(checks.filter { !$0.passed }.count) of \(checks.count) checks FAILED",
+            ]
+    }
+}
