@@ -69,16 +69,29 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Helpers shared by the test targets (temporary directories, a live server).
+        .target(
+            name: "BatonTestSupport",
+            dependencies: ["BatonServer", "BatonREST", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/BatonTestSupport"
+        ),
         .testTarget(name: "SOQLTests", dependencies: ["SOQL"]),
         .testTarget(name: "BatonJSONTests", dependencies: ["BatonJSON"]),
-        .testTarget(name: "BatonStoreTests", dependencies: ["BatonStore"]),
-        .testTarget(name: "BatonServerTests", dependencies: ["BatonServer", "BatonREST"]),
-        .testTarget(name: "BatonRESTTests", dependencies: ["BatonREST", "BatonServer"]),
-        .testTarget(name: "BatonSyncTests", dependencies: ["BatonSync", "BatonREST", "BatonServer"]),
+        .testTarget(name: "BatonStoreTests", dependencies: ["BatonTestSupport", "BatonStore"]),
+        .testTarget(
+            name: "BatonServerTests", dependencies: ["BatonTestSupport", "BatonServer", "BatonREST"]),
+        .testTarget(name: "BatonRESTTests", dependencies: ["BatonTestSupport", "BatonREST", "BatonServer"]),
+        .testTarget(
+            name: "BatonSyncTests",
+            dependencies: ["BatonTestSupport", "BatonSync", "BatonREST", "BatonServer"]),
         .testTarget(
             name: "BatonCoordinatorTests",
-            dependencies: ["BatonCoordinator", "BatonStore", "BatonSync", "BatonREST", "BatonServer"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["BatonStore", "BatonREST", "BatonServer"]),
+            dependencies: [
+                "BatonTestSupport", "BatonCoordinator", "BatonStore", "BatonSync", "BatonREST", "BatonServer",
+            ]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["BatonTestSupport", "BatonStore", "BatonREST", "BatonServer"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -86,17 +86,7 @@ public final class SharedStore: Sendable {
     @discardableResult
     public func write<T>(fencedBy epoch: Int64? = nil, _ body: (StoreTransaction) throws -> T) throws -> T {
         do {
-            return try pool.writeWithoutTransaction { db in
-                var result: T?
-                try db.inTransaction(.immediate) {
-                    let transaction = StoreTransaction(db: db)
-                    try transaction.checkFence(epoch)
-                    result = try body(transaction)
-                    try transaction.bumpChangeSequence()
-                    return .commit
-                }
-                return result!
-            }
+            return try pool.writeWithoutTransaction { db in try Self.immediate(db, fencedBy: epoch, body) }
         } catch let error as DatabaseError {
             throw StoreError.from(error, context: "writing")
         }
@@ -110,19 +100,26 @@ public final class SharedStore: Sendable {
     ) async throws -> T {
         do {
             return try await pool.writeWithoutTransaction { db in
-                var result: T?
-                try db.inTransaction(.immediate) {
-                    let transaction = StoreTransaction(db: db)
-                    try transaction.checkFence(epoch)
-                    result = try body(transaction)
-                    try transaction.bumpChangeSequence()
-                    return .commit
-                }
-                return result!
+                try Self.immediate(db, fencedBy: epoch, body)
             }
         } catch let error as DatabaseError {
             throw StoreError.from(error, context: "writing")
         }
+    }
+
+    /// One IMMEDIATE transaction: check the fence, run the body, bump the change sequence.
+    static func immediate<T>(_ db: Database, fencedBy epoch: Int64?, _ body: (StoreTransaction) throws -> T)
+        throws -> T
+    {
+        var result: T?
+        try db.inTransaction(.immediate) {
+            let transaction = StoreTransaction(db: db)
+            try transaction.checkFence(epoch)
+            result = try body(transaction)
+            try transaction.bumpChangeSequence()
+            return .commit
+        }
+        return result!
     }
 
     /// Runs `body` on a read-only snapshot of the last commit. Never waits for a writer.

@@ -1,5 +1,6 @@
 import BatonCoordinator
 import BatonStore
+import BatonTestSupport
 import Foundation
 import Testing
 

@@ -3,6 +3,7 @@ import BatonREST
 import BatonServer
 import BatonStore
 import BatonSync
+import BatonTestSupport
 import Foundation
 import Logging
 import Testing
@@ -14,22 +15,8 @@ func waitUntil(
 ) async throws {
     try shared.ensureSubdirectory(shared.participantsPath)
     try shared.ensureSubdirectory(shared.lifecyclePath)
-    let events = try DirectoryWatcher(root: shared.path, subdirectories: ["participants", "lifecycle"])
-        .events()
-    if condition() { return }
-    let met = await withTaskGroup(of: Bool.self) { group in
-        group.addTask {
-            for await _ in events where condition() { return true }
-            return false
-        }
-        group.addTask {
-            try? await Task.sleep(for: timeout)
-            return false
-        }
-        let first = await group.next() ?? false
-        group.cancelAll()
-        return first
-    }
+    let met = try await DirectoryWatcher(root: shared.path, subdirectories: ["participants", "lifecycle"])
+        .wait(timeout: timeout, until: condition)
     if !met { Issue.record("timed out waiting for \(what)") }
 }
 

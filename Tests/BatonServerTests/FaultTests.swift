@@ -1,6 +1,7 @@
 import BatonJSON
 import BatonREST
 import BatonServer
+import BatonTestSupport
 import Testing
 
 @Suite("Server fault injection, as the client sees it")

@@ -1,6 +1,7 @@
 import BatonJSON
 import BatonREST
 import BatonServer
+import BatonTestSupport
 import SOQL
 import Testing
 

@@ -1,4 +1,5 @@
 import BatonStore
+import BatonTestSupport
 import Logging
 
 /// A store in its own temporary shared directory.

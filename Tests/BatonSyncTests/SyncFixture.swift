@@ -2,6 +2,7 @@ import BatonREST
 import BatonServer
 import BatonStore
 import BatonSync
+import BatonTestSupport
 import Logging
 import Synchronization
 

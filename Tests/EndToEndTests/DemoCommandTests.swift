@@ -1,4 +1,5 @@
 import BatonJSON
+import BatonTestSupport
 import Foundation
 import Testing
 

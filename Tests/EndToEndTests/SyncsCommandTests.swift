@@ -1,4 +1,5 @@
 import BatonStore
+import BatonTestSupport
 import Foundation
 import Logging
 import Testing

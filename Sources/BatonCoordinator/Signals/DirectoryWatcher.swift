@@ -26,6 +26,27 @@ public struct DirectoryWatcher: Sendable {
         self.subdirectories = subdirectories
     }
 
+    /// Waits until `condition` holds, re-checking it on every event (never polling); false
+    /// after `timeout`. The watch starts before the first check, so no change is missed.
+    public func wait(timeout: Duration, until condition: @escaping @Sendable () -> Bool) async throws -> Bool
+    {
+        let events = try events()
+        if condition() { return true }
+        return await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await _ in events where condition() { return true }
+                return false
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
+
     /// Starts watching. The stream ends when its consumer stops iterating (or the root goes away
     /// for good); the watching thread then closes its descriptors.
     ///

@@ -59,24 +59,10 @@ struct WaitCommand: AsyncParsableCommand {
     func run() async throws {
         let shared = try SharedDirectory(path: directory.dir)
         for sub in [shared.lifecyclePath, shared.participantsPath] { try shared.ensureSubdirectory(sub) }
-        // Watch first, then check, so a change between the two is not missed.
-        let events = try DirectoryWatcher(root: shared.path, subdirectories: ["lifecycle", "participants"])
-            .events()
-        if holds() { return }
-        let timeout = self.timeout
-        let met = await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                for await _ in events where self.holds() { return true }
-                return false
-            }
-            group.addTask {
-                try? await Task.sleep(for: .milliseconds(Int(timeout * 1000)))
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
-        }
+        let met = try await DirectoryWatcher(
+            root: shared.path, subdirectories: ["lifecycle", "participants"]
+        )
+        .wait(timeout: .milliseconds(Int(timeout * 1000))) { self.holds() }
         guard met else { throw CLIError(message: "timed out after \(timeout)s", exitCode: 1) }
     }
 }

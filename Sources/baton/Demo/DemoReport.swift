@@ -51,20 +51,31 @@ struct DemoReport {
                 svg +=
                     "<text x=\"\(f(x(wall) + 3))\" y=\"\(top + laneHeight - 4)\" class=\"small\">\(state)</text>"
             }
-            // Each sync's progress (0–100 %) as a line across the lane.
-            var bySync: [String: [(Int64, Int64)]] = [:]
+            // Each sync's progress (0–100 %) during each of its runs in this lane.
+            var runs: [String: [[(Int64, Int64)]]] = [:]
+            var open: [String: [(Int64, Int64)]] = [:]
             for event in events where event["event"] == "sync" {
-                guard let wall = event["wall"]?.intValue, let progress = event["progress"]?.intValue else {
-                    continue
+                guard let wall = event["wall"]?.intValue, let progress = event["progress"]?.intValue,
+                    let status = event["status"]?.stringValue, status != "new"
+                else { continue }
+                let sync = event["name"]?.stringValue ?? "?"
+                open[sync, default: []].append((wall, progress))
+                if status != "running" {
+                    runs[sync, default: []].append(open[sync] ?? [])
+                    open[sync] = nil
                 }
-                bySync[event["name"]?.stringValue ?? "?", default: []].append((wall, progress))
             }
-            for (syncIndex, (sync, points)) in bySync.sorted(by: { $0.key < $1.key }).enumerated() {
-                let plot = points.map {
-                    "\(f(x($0.0))),\(f(top + laneHeight - 18 - Double($0.1) * (laneHeight - 36) / 100))"
+            for (sync, points) in open { runs[sync, default: []].append(points) }
+            for (syncIndex, sync) in runs.keys.sorted().enumerated() {
+                for points in runs[sync] ?? [] where !points.isEmpty {
+                    let plot = points.map {
+                        "\(f(x($0.0))),\(f(top + laneHeight - 18 - Double($0.1) * (laneHeight - 36) / 100))"
+                    }
+                    svg +=
+                        "<polyline points=\"\(plot.joined(separator: " "))\" class=\"progress p\(syncIndex % 3)\"><title>\(sync) progress</title></polyline>"
                 }
                 svg +=
-                    "<polyline points=\"\(plot.joined(separator: " "))\" class=\"progress p\(syncIndex % 3)\"><title>\(sync) progress</title></polyline>"
+                    "<text x=\"\(f(width - 120))\" y=\"\(top + 28 + Double(syncIndex) * 12)\" class=\"small legend p\(syncIndex % 3)t\">— \(escape(sync))</text>"
             }
         }
         let axisY = 30 + Double(names.count) * (laneHeight + 20)
@@ -85,6 +96,7 @@ struct DemoReport {
             .bg { fill: #f6f7f9; stroke: #dde; } .lease { fill: #2f7d4f; } .small { font-size: 10px; fill: #555; }
             .light { fill: #fff; } .fg { stroke: #2a6; stroke-dasharray: 4 3; } .bgmark { stroke: #c44; stroke-dasharray: 4 3; }
             .progress { fill: none; stroke-width: 2; } .p0 { stroke: #2563eb; } .p1 { stroke: #d97706; } .p2 { stroke: #7c3aed; }
+            .p0t { fill: #2563eb; } .p1t { fill: #d97706; } .p2t { fill: #7c3aed; }
             table { border-collapse: collapse; margin-top: 16px; } td { padding: 4px 10px; border-bottom: 1px solid #eee; }
             .ok td:first-child { color: #2a6; } .bad td:first-child { color: #c22; }
             </style></head><body>

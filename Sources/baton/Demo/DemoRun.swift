@@ -5,6 +5,7 @@ import BatonStore
 import BatonSync
 import Foundation
 import Logging
+import Synchronization
 
 /// One scripted day: the server, the shared directory, the host and extension processes, and
 /// what was measured. Driven from one task (the demo command); not shared across tasks.
@@ -219,9 +220,6 @@ final class DemoRun: @unchecked Sendable {
         _ what: String, timeout: Duration = .seconds(120), _ condition: @escaping @Sendable (Observed) -> Bool
     ) async throws {
         let shared = try directory
-        let events = try DirectoryWatcher(
-            root: shared.path, subdirectories: ["participants", "lifecycle", "logs"]
-        ).events()
         let view = self.view
         let observe: @Sendable () -> Observed = { [self] in self.observe() }
         let show: @Sendable (Observed, Bool) -> Void = { state, plain in
@@ -232,28 +230,19 @@ final class DemoRun: @unchecked Sendable {
                 writer: state.writer.map { "\($0) writes" } ?? "nobody writes", syncs: syncs,
                 printPlain: plain)
         }
-        let first = observe()
-        if condition(first) { return }
-        show(first, false)
-        let met = await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                var lastPlain = ContinuousClock.now
-                for await _ in events {
-                    let state = observe()
-                    let plain = ContinuousClock.now - lastPlain > .seconds(1)
-                    if plain { lastPlain = .now }
-                    show(state, plain)
-                    if condition(state) { return true }
-                }
-                return false
+        let lastPlain = Mutex(ContinuousClock.now)
+        let met = try await DirectoryWatcher(
+            root: shared.path, subdirectories: ["participants", "lifecycle", "logs"]
+        )
+        .wait(timeout: timeout) {
+            let state = observe()
+            let plain = lastPlain.withLock { last in
+                guard ContinuousClock.now - last > .seconds(1) else { return false }
+                last = .now
+                return true
             }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
+            show(state, plain)
+            return condition(state)
         }
         if !met { throw Failure(description: "timed out waiting for \(what)") }
     }

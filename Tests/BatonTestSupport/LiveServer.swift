@@ -2,16 +2,21 @@ import BatonREST
 import BatonServer
 import Logging
 
+/// A logger that stays quiet in tests (the server logs its own shutdown as an error).
+public func quietLogger(_ label: String = "test") -> Logger {
+    var logger = Logger(label: label)
+    logger.logLevel = .critical
+    return logger
+}
+
 /// Runs `body` against a fresh reference server on 127.0.0.1, port 0, and stops it after.
 @discardableResult
-func withLiveServer<T>(
+public func withLiveServer<T>(
     retry: RESTClient.RetryPolicy = .none, timeout: Duration = .seconds(30),
     _ body: (RunningServer, RESTClient) async throws -> T
 ) async throws -> T {
-    var quiet = Logger(label: "test.server")
-    quiet.logLevel = .critical  // the server logs its own shutdown as an error
     let server = try await ReferenceServer.start(
-        .init(token: "test-token-\(UInt32.random(in: 0...UInt32.max))"), logger: quiet)
+        .init(token: "test-token-\(UInt32.random(in: 0...UInt32.max))"), logger: quietLogger("test.server"))
     let client = RESTClient(baseURL: server.url, token: server.token, timeout: timeout, retry: retry)
     do {
         let result = try await body(server, client)

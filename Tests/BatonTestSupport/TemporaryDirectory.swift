@@ -1,10 +1,10 @@
 import Foundation
 
-/// A fresh directory under the system temp dir, removed when the test ends.
-final class TemporaryDirectory {
-    let path: String
+/// A fresh directory (mode 0700) under the system temp dir, removed when the value goes away.
+public final class TemporaryDirectory: Sendable {
+    public let path: String
 
-    init() throws {
+    public init() throws {
         let base = FileManager.default.temporaryDirectory.path
         path = base + "/baton-test-" + UUID().uuidString.prefix(12)
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
