@@ -66,6 +66,7 @@ let package = Package(
             dependencies: [
                 "BatonStore", "BatonSync", "BatonREST", "BatonServer", "BatonCoordinator", "SOQL",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

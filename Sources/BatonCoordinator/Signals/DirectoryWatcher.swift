@@ -20,10 +20,14 @@ public struct DirectoryWatcher: Sendable {
 
     public let root: String
     public let subdirectories: [String]
+    /// Also report writes to files still open (appends to a log). Off for signal files, whose
+    /// writers are only done when they close the file.
+    public let reportsModifications: Bool
 
-    public init(root: String, subdirectories: [String]) {
+    public init(root: String, subdirectories: [String], reportsModifications: Bool = false) {
         self.root = root
         self.subdirectories = subdirectories
+        self.reportsModifications = reportsModifications
     }
 
     /// Waits until `condition` holds, re-checking it on every event (never polling); false
@@ -68,7 +72,8 @@ public struct DirectoryWatcher: Sendable {
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         }
         let loop = WatchLoop(
-            inotify: inotify, wakeRead: pipeFds[0], root: root, subdirectories: subdirectories)
+            inotify: inotify, wakeRead: pipeFds[0], root: root, subdirectories: subdirectories,
+            extraMask: reportsModifications ? UInt32(IN_MODIFY) : 0)
         guard loop.watchRoot() else {
             close(inotify)
             close(pipeFds[0])
@@ -106,14 +111,16 @@ private final class WatchLoop: @unchecked Sendable {
     let wakeRead: Int32
     let root: String
     let subdirectories: [String]
+    let extraMask: UInt32
     var rootWatch: Int32 = -1
     var watches: [Int32: String] = [:]
 
-    init(inotify: Int32, wakeRead: Int32, root: String, subdirectories: [String]) {
+    init(inotify: Int32, wakeRead: Int32, root: String, subdirectories: [String], extraMask: UInt32) {
         self.inotify = inotify
         self.wakeRead = wakeRead
         self.root = root
         self.subdirectories = subdirectories
+        self.extraMask = extraMask
     }
 
     func watchRoot() -> Bool {
@@ -123,7 +130,7 @@ private final class WatchLoop: @unchecked Sendable {
 
     func watchSubdirectories() {
         for sub in subdirectories where !watches.values.contains(sub) {
-            let wd = inotify_add_watch(inotify, root + "/" + sub, Self.subMask)
+            let wd = inotify_add_watch(inotify, root + "/" + sub, Self.subMask | extraMask)
             if wd >= 0 { watches[wd] = sub }
         }
     }

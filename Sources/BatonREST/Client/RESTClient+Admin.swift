@@ -43,6 +43,13 @@ extension RESTClient {
         return reply.body.value(atPath: "ids")?.arrayValue?.compactMap(\.stringValue) ?? []
     }
 
+    /// Deletes every record of `type`; returns how many there were.
+    @discardableResult
+    public func adminReset(type: String) async throws -> Int {
+        let reply = try await send(.POST, "/admin/reset", body: ["type": .string(type)], idempotent: true)
+        return Int(reply.body.value(atPath: "deleted")?.intValue ?? 0)
+    }
+
     /// Every record of `type` on the server, with server-managed fields.
     public func adminRecords(type: String) async throws -> [JSONObject] {
         let reply = try await send(.GET, "/admin/records?type=\(Self.encode(type))", idempotent: true)

@@ -43,6 +43,16 @@ struct AdminRoutes: Sendable {
                 type: type, ids: Self.ids(body), count: body["count"]?.intValue.map(Int.init))
             return .json(.ok, ["ids": .array(ids.map(JSONValue.string))])
         }
+        group.post("reset") { request, _ -> Response in
+            var request = request
+            let body = try await request.jsonObjectBody()
+            let type = try requireType(body["type"]?.stringValue ?? "")
+            let removed = try storage.write { db -> Int in
+                try db.execute(sql: "DELETE FROM records WHERE type = ?", arguments: [type])
+                return db.changesCount
+            }
+            return .json(.ok, ["deleted": .int(Int64(removed))])
+        }
         group.get("records") { request, _ -> Response in
             let type = try requireType(request.uri.queryParameters.get("type") ?? "")
             let records = try storage.read { db in

@@ -232,7 +232,7 @@ final class DemoRun: @unchecked Sendable {
         }
         let lastPlain = Mutex(ContinuousClock.now)
         let met = try await DirectoryWatcher(
-            root: shared.path, subdirectories: ["participants", "lifecycle", "logs"]
+            root: shared.path, subdirectories: ["participants", "lifecycle", "logs"], reportsModifications: true
         )
         .wait(timeout: timeout) {
             let state = observe()

@@ -1,0 +1,118 @@
+import BatonCoordinator
+import BatonREST
+import BatonStore
+import BatonSync
+import Foundation
+import Logging
+
+/// Stop latency (lifecycle file written → lease released and `isStopped()`, from the host's
+/// log) with and without a request held in flight by the server, and hand-over latency
+/// (background signal → the extension holds the lease and commits its first page).
+/// Participants run in this process with the same code `baton participant` runs.
+struct LifecycleBench {
+    struct Result {
+        var stopMs: [Double]
+        var inFlightStopMs: [Double]
+        var handoverMs: [Double]
+        var firstPageMs: [Double]
+    }
+
+    static func run(_ env: BenchEnvironment, trials: Int) async throws -> Result {
+        try await env.reseed(20_000, bytes: 200)
+        try await env.client.adminSetFaults(["latencyMs": 10])
+        var result = Result(stopMs: [], inFlightStopMs: [], handoverMs: [], firstPageMs: [])
+        for trial in 0..<trials {
+            for inFlight in [false, true] {
+                let shared = try env.freshDirectory()
+                try await withParticipants(env, shared, names: ["host"]) { _ in
+                    try LifecycleSignal.write(.foreground, directory: shared, name: "host")
+                    try await waitForLog(shared, "host") { $0["event"] == "sync" && ($0["progress"]?.intValue ?? 0) > 0 }
+                    if inFlight {
+                        try await env.client.adminSetFaults(["latencyMs": 3_000])
+                        let held = env.server.server.requestCount + 2
+                        await env.server.server.waitForRequests(held)
+                    }
+                    let signalled = ParticipantLog.monotonicMillis()
+                    try LifecycleSignal.write(.background, directory: shared, name: "host")
+                    let released = try await waitForLog(shared, "host") { $0["event"] == "lease.released" }
+                    let ms = (released["t"]?.doubleValue ?? signalled) - signalled
+                    if inFlight { result.inFlightStopMs.append(ms) } else { result.stopMs.append(ms) }
+                }
+                try await env.client.adminSetFaults(["latencyMs": 10])
+            }
+            // Hand-over: the extension waits in the foreground while the host syncs.
+            let shared = try env.freshDirectory()
+            try await withParticipants(env, shared, names: ["host", "ext"]) { _ in
+                try LifecycleSignal.write(.foreground, directory: shared, name: "host")
+                try await waitForLog(shared, "host") { $0["event"] == "sync" && ($0["progress"]?.intValue ?? 0) > 0 }
+                try LifecycleSignal.write(.foreground, directory: shared, name: "ext")
+                try await waitForLog(shared, "ext") { $0["event"] == "lease.waiting" }
+                let signalled = ParticipantLog.monotonicMillis()
+                try LifecycleSignal.write(.background, directory: shared, name: "host")
+                let acquired = try await waitForLog(shared, "ext") { $0["event"] == "lease.acquired" }
+                let acquiredAt = acquired["t"]?.doubleValue ?? signalled
+                let page = try await waitForLog(shared, "ext") {
+                    $0["event"] == "sync" && $0["status"] == "running" && ($0["progress"]?.intValue ?? 0) > 0
+                        && ($0["t"]?.doubleValue ?? 0) > acquiredAt
+                }
+                result.handoverMs.append(acquiredAt - signalled)
+                result.firstPageMs.append((page["t"]?.doubleValue ?? signalled) - signalled)
+            }
+            _ = trial
+        }
+        try await env.client.adminClearFaults()
+        return result
+    }
+
+    /// Runs participants (host first) in this process for the body, then shuts them down.
+    static func withParticipants(
+        _ env: BenchEnvironment, _ shared: SharedDirectory, names: [String], _ body: ([Participant]) async throws -> Void
+    ) async throws {
+        var participants: [Participant] = []
+        for name in names {
+            let store = try SharedStore.open(directory: shared, logger: env.quietLogger())
+            let manager = SyncManager(store: store, targetFactory: RESTTargetFactory(client: env.client), logger: env.quietLogger())
+            let target = try SoqlSyncDownTarget(client: env.client, query: "SELECT Id, Name FROM Account", batchSize: 500)
+            let configuration = ParticipantConfiguration(
+                name: name, role: name == "host" ? "host" : "extension",
+                syncs: [.down(name: "accounts", soup: "accounts", target: target, options: SyncOptions())],
+                initialLifecycle: .background)
+            participants.append(
+                try Participant(configuration: configuration, directory: shared, store: store, manager: manager, logger: env.quietLogger()))
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for participant in participants { group.addTask { try await participant.run() } }
+            do {
+                try await body(participants)
+            } catch {
+                for participant in participants { participant.shutdown() }
+                throw error
+            }
+            for participant in participants { participant.shutdown() }
+            try await group.waitForAll()
+        }
+    }
+
+    /// Waits (on inotify events in `D/logs`) for the first log line of `name` matching.
+    @discardableResult
+    static func waitForLog(
+        _ shared: SharedDirectory, _ name: String, timeout: Duration = .seconds(60), _ matches: @escaping @Sendable (JSONObject) -> Bool
+    ) async throws -> JSONObject {
+        try shared.ensureSubdirectory(shared.logsPath)
+        let found = Mutex<JSONObject?>(nil)
+        let ok = try await DirectoryWatcher(root: shared.path, subdirectories: ["logs"], reportsModifications: true).wait(timeout: timeout) {
+            let text = (try? String(contentsOfFile: shared.logsPath + "/\(name).jsonl", encoding: .utf8)) ?? ""
+            for line in text.split(separator: "\n") {
+                if let object = try? JSONObject(parsingObject: String(line)), matches(object) {
+                    found.withLock { $0 = object }
+                    return true
+                }
+            }
+            return false
+        }
+        guard ok, let object = found.withLock({ $0 }) else { throw CLIError(message: "bench: timed out waiting in \(name)'s log") }
+        return object
+    }
+}
+
+import Synchronization

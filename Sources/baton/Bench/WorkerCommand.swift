@@ -1,0 +1,71 @@
+import ArgumentParser
+import BatonCoordinator
+import BatonREST
+import BatonStore
+import BatonSync
+import Foundation
+import Logging
+
+/// Child processes of `baton bench`: one contention writer, or one sync down measured for
+/// peak RSS. Hidden: not a user command.
+struct BenchWorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "bench-worker", shouldDisplay: false)
+
+    @Option var mode: String
+    @Option var dir: String
+    @Option var writes = 200
+    @Option var name = "w"
+    @Option var server: String?
+
+    func run() async throws {
+        var logger = Logger(label: "baton.bench.worker")
+        logger.logLevel = .critical
+        let shared = try SharedDirectory(path: dir)
+        let store = try SharedStore.open(directory: shared, logger: logger)
+        switch mode {
+        case "lease", "busy":
+            try store.registerSoup("writes", indexSpecs: [])
+            var latencies: [Double] = []
+            var errors = 0
+            let lease = try WriterLease(directory: shared, store: store, name: name)
+            let clock = ContinuousClock()
+            let started = clock.now
+            for index in 0..<writes {
+                let attempt = clock.now
+                do {
+                    if mode == "lease" {
+                        let held = try await lease.acquire(interval: .microseconds(500))
+                        try await store.write(fencedBy: held.epoch) { try $0.upsert(["w": .string(name), "i": .int(Int64(index))], into: "writes") }
+                        lease.release(held)
+                    } else {
+                        try await store.write { try $0.upsert(["w": .string(name), "i": .int(Int64(index))], into: "writes") }
+                    }
+                    latencies.append(BenchStats.seconds(clock.now - attempt) * 1000)
+                } catch {
+                    errors += 1
+                }
+            }
+            CLIOutput.json([
+                "writes": .int(Int64(latencies.count)), "errors": .int(Int64(errors)),
+                "elapsedMs": .double(BenchStats.seconds(clock.now - started) * 1000),
+                "latenciesMs": .array(latencies.map { .double(BenchStats.round($0, 1000)) }),
+            ])
+        case "syncdown":
+            let client = RESTClient(baseURL: server ?? "", token: "bench")
+            let manager = SyncManager(store: store, targetFactory: RESTTargetFactory(client: client), logger: logger)
+            let target = try SoqlSyncDownTarget(client: client, query: "SELECT Id, Name, Number__c, Description FROM Account", batchSize: 2000)
+            let count = try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await manager.run() }
+                defer { group.cancelAll() }
+                let sync = try await manager.syncDown(target: target, soupName: "accounts")
+                _ = await manager.waitForSync(id: sync.id)
+                return try store.count(in: "accounts")
+            }
+            var usage = rusage()
+            getrusage(RUSAGE_SELF.rawValue, &usage)
+            CLIOutput.json(["records": .int(Int64(count)), "maxRSSKiB": .int(Int64(usage.ru_maxrss))])
+        default:
+            throw ValidationError("unknown mode \(mode)")
+        }
+    }
+}
