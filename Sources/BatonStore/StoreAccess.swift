@@ -3,9 +3,17 @@ import GRDB
 /// Read access inside one snapshot of the store. Valid only inside the closure it is given to.
 public class StoreReader {
     let db: Database
+    /// Soups looked up in this transaction (the registry cannot change under a transaction,
+    /// except by this one, which updates the cache).
+    var soupCache: [String: SoupDescription] = [:]
 
     init(db: Database) {
         self.db = db
+    }
+
+    /// A prepared statement kept by the connection across transactions (hot paths only).
+    func cached(_ sql: String) throws -> Statement {
+        try db.cachedStatement(sql: sql)
     }
 }
 

@@ -19,6 +19,7 @@ extension StoreReader {
     ///
     /// - Throws: `unknownSoup` when there is none.
     public func soup(_ name: String) throws -> SoupDescription {
+        if let cached = soupCache[name] { return cached }
         guard let soup = try soupIfExists(name) else {
             throw StoreError(
                 .unknownSoup, "no soup named '\(name)'; register it first (baton store soup create)")
@@ -42,7 +43,7 @@ extension StoreReader {
     public func entry(_ entryId: Int64, in soupName: String) throws -> SoupEntry? {
         let soup = try soup(soupName)
         return try Row.fetchOne(
-            db, sql: "SELECT id, json, lastModified FROM \(soup.tableName) WHERE id = ?", arguments: [entryId]
+            cached("SELECT id, json, lastModified FROM \(soup.tableName) WHERE id = ?"), arguments: [entryId]
         ).map(Self.entry(from:))
     }
 

@@ -8,6 +8,7 @@ extension StoreTransaction {
     /// - Throws: `invalidName` or `invalidIndexPath` for bad input.
     @discardableResult
     public func registerSoup(_ name: String, indexSpecs: [IndexSpec]) throws -> SoupDescription {
+        soupCache[name] = nil
         try Names.validate(name, what: "soup name")
         for spec in indexSpecs { try IndexSpec.validate(path: spec.path) }
         if let existing = try soupIfExists(name) {
@@ -18,6 +19,7 @@ extension StoreTransaction {
                 sql: "UPDATE soup_registry SET indexSpecs = ? WHERE name = ?",
                 arguments: [Self.specsJSON(merged), name])
             for spec in missing { try createIndex(spec, table: existing.tableName) }
+            soupCache[name] = nil
             return try soup(name)
         }
         try db.execute(
@@ -55,6 +57,7 @@ extension StoreTransaction {
     /// - Throws: `unknownSoup` when there is none.
     public func dropSoup(_ name: String) throws {
         let soup = try soup(name)
+        soupCache[name] = nil
         try db.execute(sql: "DROP TABLE \(soup.tableName)")
         try db.execute(sql: "DELETE FROM soup_registry WHERE name = ?", arguments: [name])
     }
@@ -98,24 +101,22 @@ extension StoreTransaction {
             }
             if let value = JSONValue.object(record).value(atPath: externalIdPath), !value.isNull {
                 targetId = try Int64.fetchOne(
-                    db,
-                    sql:
-                        "SELECT id FROM \(soup.tableName) WHERE \(IndexSpec.sqlExpression(path: externalIdPath)) = ? LIMIT 1",
+                    cached(
+                        "SELECT id FROM \(soup.tableName) WHERE \(IndexSpec.sqlExpression(path: externalIdPath)) = ? LIMIT 1"
+                    ),
                     arguments: [value.databaseValue])
             }
         }
         if let targetId {
-            try db.execute(
-                sql: "UPDATE \(soup.tableName) SET json = ?, lastModified = ? WHERE id = ?",
-                arguments: [json, now, targetId])
+            try cached("UPDATE \(soup.tableName) SET json = ?, lastModified = ? WHERE id = ?")
+                .execute(arguments: [json, now, targetId])
             guard db.changesCount > 0 else {
                 throw StoreError(.entryNotFound, "soup '\(soup.name)' has no entry \(targetId)")
             }
             return SoupEntry(entryId: targetId, record: record, lastModified: now)
         }
-        try db.execute(
-            sql: "INSERT INTO \(soup.tableName) (json, created, lastModified) VALUES (?, ?, ?)",
-            arguments: [json, now, now])
+        try cached("INSERT INTO \(soup.tableName) (json, created, lastModified) VALUES (?, ?, ?)")
+            .execute(arguments: [json, now, now])
         return SoupEntry(entryId: db.lastInsertedRowID, record: record, lastModified: now)
     }
 
@@ -125,7 +126,7 @@ extension StoreTransaction {
         let soup = try soup(soupName)
         var deleted = 0
         for id in entryIds {
-            try db.execute(sql: "DELETE FROM \(soup.tableName) WHERE id = ?", arguments: [id])
+            try cached("DELETE FROM \(soup.tableName) WHERE id = ?").execute(arguments: [id])
             deleted += db.changesCount
         }
         return deleted

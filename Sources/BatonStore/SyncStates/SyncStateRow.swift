@@ -123,12 +123,13 @@ extension StoreTransaction {
     ///
     /// - Throws: `unknownSync` when it was deleted.
     public func updateSyncState(_ state: SyncStateRow) throws {
-        try db.execute(
-            sql: """
-                UPDATE sync_state SET name = ?, type = ?, target = ?, options = ?, soupName = ?, status = ?,
-                    progress = ?, totalSize = ?, maxTimeStamp = ?, startTime = ?, endTime = ?, error = ?
-                WHERE id = ?
-                """,
+        try cached(
+            """
+            UPDATE sync_state SET name = ?, type = ?, target = ?, options = ?, soupName = ?, status = ?,
+                progress = ?, totalSize = ?, maxTimeStamp = ?, startTime = ?, endTime = ?, error = ?
+            WHERE id = ?
+            """
+        ).execute(
             arguments: [
                 state.name, state.type, state.target.jsonString, state.options.jsonString, state.soupName,
                 state.status,

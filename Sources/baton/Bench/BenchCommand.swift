@@ -5,7 +5,8 @@ import Foundation
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Measure ingest, stop, hand-over, resume waste, contention and memory, each against a baseline.",
+        abstract:
+            "Measure ingest, stop, hand-over, resume waste, contention and memory, each against a baseline.",
         discussion: """
             Every figure is measured in this run, with its baseline in the same run, and reported as \
             a ratio. Nothing fails on a wall-clock figure. Build with `-c release` for meaningful \
@@ -15,32 +16,57 @@ struct BenchCommand: AsyncParsableCommand {
 
     @Option(help: "Records for ingest and resume waste.") var records = 100_000
     @Option(help: "Trials for the latency scenarios.") var trials = 10
+    @Option(help: "Run only these scenarios: ingest, lifecycle, waste, contention, memory (default: all).")
+    var only: [String] = []
     @Option(help: "Write the figures as JSON to this file.") var json: String?
     @Option(help: "Write the table as Markdown to this file.") var markdown: String?
 
     func validate() throws {
         guard records >= 1000 else { throw ValidationError("--records must be at least 1000") }
-        guard (1...1000).contains(trials) else { throw ValidationError("--trials must be between 1 and 1000") }
+        guard (1...1000).contains(trials) else {
+            throw ValidationError("--trials must be between 1 and 1000")
+        }
+        let known: Set = ["ingest", "lifecycle", "waste", "contention", "memory"]
+        for name in only where !known.contains(name) {
+            throw ValidationError("unknown scenario '\(name)'; use \(known.sorted().joined(separator: ", "))")
+        }
     }
 
     func run() async throws {
         let env = try await BenchEnvironment()
-        defer { Task { await env.finish() } }
         let cores = ProcessInfo.processInfo.activeProcessorCount
         progress("machine: \(cores) cores; \(records) records, \(trials) trials")
 
-        progress("1/6 ingest…")
-        let ingest = try await IngestBench.run(env, records: records)
-        progress("2-3/6 stop and hand-over latency…")
-        let lifecycle = try await LifecycleBench.run(env, trials: trials)
-        progress("4/6 resume waste…")
-        let waste = try await ResumeWasteBench.run(env, records: min(records, 20_000))
-        progress("5/6 contention…")
-        let lease = try await ProcessBench.contention(env, mode: "lease")
-        let busy = try await ProcessBench.contention(env, mode: "busy")
-        progress("6/6 memory…")
-        let small = try await ProcessBench.peakRSS(env, records: 10_000)
-        let large = try await ProcessBench.peakRSS(env, records: 200_000)
+        func wanted(_ name: String) -> Bool { only.isEmpty || only.contains(name) }
+        var ingest = IngestBench.Result(endToEndPerSec: 0, storePerSec: 1, grdbPerSec: 1)
+        var lifecycle = LifecycleBench.Result(stopMs: [], inFlightStopMs: [], handoverMs: [], firstPageMs: [])
+        var waste: [ResumeWasteBench.Case] = []
+        var lease = ProcessBench.Contention(writesPerSec: 0, p99Ms: 0, errors: 0)
+        var busy = lease
+        var small = 0
+        var large = 0
+        if wanted("ingest") {
+            progress("1/6 ingest…")
+            ingest = try await IngestBench.run(env, records: records)
+        }
+        if wanted("lifecycle") {
+            progress("2-3/6 stop and hand-over latency…")
+            lifecycle = try await LifecycleBench.run(env, trials: trials)
+        }
+        if wanted("waste") {
+            progress("4/6 resume waste…")
+            waste = try await ResumeWasteBench.run(env, records: min(records, 20_000))
+        }
+        if wanted("contention") {
+            progress("5/6 contention…")
+            lease = try await ProcessBench.contention(env, mode: "lease")
+            busy = try await ProcessBench.contention(env, mode: "busy")
+        }
+        if wanted("memory") {
+            progress("6/6 memory…")
+            small = try await ProcessBench.peakRSS(env, records: 10_000)
+            large = try await ProcessBench.peakRSS(env, records: 200_000)
+        }
         await env.finish()
 
         let worst = waste.max { ($0.extra - $0.boundaryTies) < ($1.extra - $1.boundaryTies) }
@@ -48,39 +74,55 @@ struct BenchCommand: AsyncParsableCommand {
         let figures: JSONObject = [
             "cores": .int(Int64(cores)), "records": .int(Int64(records)), "trials": .int(Int64(trials)),
             "ingest": [
-                "endToEndPerSec": .double(r(ingest.endToEndPerSec, 1)), "storePerSec": .double(r(ingest.storePerSec, 1)),
-                "grdbPerSec": .double(r(ingest.grdbPerSec, 1)), "ratio": .double(r(ingest.endToEndPerSec / ingest.storePerSec, 1000)),
+                "endToEndPerSec": .double(r(ingest.endToEndPerSec, 1)),
+                "storePerSec": .double(r(ingest.storePerSec, 1)),
+                "grdbPerSec": .double(r(ingest.grdbPerSec, 1)),
+                "ratio": .double(r(ingest.endToEndPerSec / ingest.storePerSec, 1000)),
                 "storeVsGrdb": .double(r(ingest.storePerSec / ingest.grdbPerSec, 1000)),
             ],
             "stop": [
-                "p50Ms": .double(r(BenchStats.percentile(lifecycle.stopMs, 50))), "p99Ms": .double(r(BenchStats.percentile(lifecycle.stopMs, 99))),
+                "p50Ms": .double(r(BenchStats.percentile(lifecycle.stopMs, 50))),
+                "p99Ms": .double(r(BenchStats.percentile(lifecycle.stopMs, 99))),
                 "inFlightP50Ms": .double(r(BenchStats.percentile(lifecycle.inFlightStopMs, 50))),
                 "inFlightP99Ms": .double(r(BenchStats.percentile(lifecycle.inFlightStopMs, 99))),
             ],
             "handover": [
-                "p50Ms": .double(r(BenchStats.percentile(lifecycle.handoverMs, 50))), "p99Ms": .double(r(BenchStats.percentile(lifecycle.handoverMs, 99))),
+                "p50Ms": .double(r(BenchStats.percentile(lifecycle.handoverMs, 50))),
+                "p99Ms": .double(r(BenchStats.percentile(lifecycle.handoverMs, 99))),
                 "firstPageP50Ms": .double(r(BenchStats.percentile(lifecycle.firstPageMs, 50))),
                 "firstPageP99Ms": .double(r(BenchStats.percentile(lifecycle.firstPageMs, 99))),
             ],
             "resumeWaste": [
                 "maxExtraRecords": .int(Int64(waste.map(\.extra).max() ?? 0)),
                 "boundaryTies": .int(Int64(worst?.boundaryTies ?? 0)),
-                "cases": .array(waste.map { ["stopAtPercent": .int(Int64($0.stopAt)), "tie": .int(Int64($0.tie)), "extra": .int(Int64($0.extra)), "boundaryTies": .int(Int64($0.boundaryTies))] }),
+                "cases": .array(
+                    waste.map {
+                        [
+                            "stopAtPercent": .int(Int64($0.stopAt)), "tie": .int(Int64($0.tie)),
+                            "extra": .int(Int64($0.extra)), "boundaryTies": .int(Int64($0.boundaryTies)),
+                        ]
+                    }),
             ],
             "contention": [
-                "batonWritesPerSec": .double(r(lease.writesPerSec)), "baselineWritesPerSec": .double(r(busy.writesPerSec)),
+                "batonWritesPerSec": .double(r(lease.writesPerSec)),
+                "baselineWritesPerSec": .double(r(busy.writesPerSec)),
                 "batonErrors": .int(Int64(lease.errors)), "baselineErrors": .int(Int64(busy.errors)),
                 "batonP99Ms": .double(r(lease.p99Ms, 100)), "baselineP99Ms": .double(r(busy.p99Ms, 100)),
             ],
             "memory": [
-                "smallRecords": 10_000, "largeRecords": 200_000, "smallPeakKiB": .int(Int64(small)), "largePeakKiB": .int(Int64(large)),
+                "smallRecords": 10_000, "largeRecords": 200_000, "smallPeakKiB": .int(Int64(small)),
+                "largePeakKiB": .int(Int64(large)),
                 "ratio": .double(r(Double(large) / Double(max(1, small)), 1000)),
             ],
         ]
         let table = Self.table(figures, waste: waste)
         for line in table { CLIOutput.line(line) }
-        if let json { try Data((JSONValue.object(figures).jsonString + "\n").utf8).write(to: URL(fileURLWithPath: json)) }
-        if let markdown { try Data((table.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: markdown)) }
+        if let json {
+            try Data((JSONValue.object(figures).jsonString + "\n").utf8).write(to: URL(fileURLWithPath: json))
+        }
+        if let markdown {
+            try Data((table.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: markdown))
+        }
     }
 
     func progress(_ text: String) {
@@ -105,7 +147,8 @@ struct BenchCommand: AsyncParsableCommand {
             "| contention, errors (SQLITE_BUSY) | \(v("contention.batonErrors")) | \(v("contention.baselineErrors")) | |",
             "| memory, peak RSS KiB (200k vs 10k records) | \(v("memory.largePeakKiB")) | \(v("memory.smallPeakKiB")) | \(v("memory.ratio")) |",
             "", "machine: \(v("cores")) cores; records \(v("records")); trials \(v("trials"))", "",
-            "| resume waste: stop at | records per time stamp | extra fetched | boundary ties |", "|---|---|---|---|",
+            "| resume waste: stop at | records per time stamp | extra fetched | boundary ties |",
+            "|---|---|---|---|",
         ]
         lines += waste.map { "| \($0.stopAt)% | \($0.tie) | \($0.extra) | \($0.boundaryTies) |" }
         return lines

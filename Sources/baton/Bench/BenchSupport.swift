@@ -20,7 +20,9 @@ enum BenchStats {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
-    static func round(_ value: Double, _ places: Double = 10) -> Double { (value * places).rounded() / places }
+    static func round(_ value: Double, _ places: Double = 10) -> Double {
+        (value * places).rounded() / places
+    }
 }
 
 /// A reference server, a temp directory and helpers the scenarios share.
@@ -36,7 +38,8 @@ final class BenchEnvironment: @unchecked Sendable {
         server = try await ReferenceServer.start(.init(token: "bench"), logger: quiet)
         client = RESTClient(baseURL: server.url, token: "bench")
         root = FileManager.default.temporaryDirectory.path + "/baton-bench-" + UUID().uuidString.prefix(8)
-        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 
     /// A fresh shared directory.
@@ -58,7 +61,8 @@ final class BenchEnvironment: @unchecked Sendable {
     /// Replaces the server's accounts with `count` fresh ones, `tie` per time stamp.
     func reseed(_ count: Int, tie: Int = 1, bytes: Int = 400) async throws {
         try await client.adminReset(type: "Account")
-        try await client.adminSeed(type: "Account", count: count, timeStamps: max(1, count / max(1, tie)), bytes: bytes)
+        try await client.adminSeed(
+            type: "Account", count: count, timeStamps: max(1, count / max(1, tie)), bytes: bytes)
     }
 
     func finish() async {

@@ -19,8 +19,11 @@ struct IngestBench {
         // End to end: server → REST → SyncManager → store, 2000 per page.
         let shared = try env.freshDirectory()
         let store = try SharedStore.open(directory: shared, logger: env.quietLogger())
-        let manager = SyncManager(store: store, targetFactory: RESTTargetFactory(client: env.client), logger: env.quietLogger())
-        let target = try SoqlSyncDownTarget(client: env.client, query: "SELECT Id, Name, Number__c, Description FROM Account", batchSize: 2000)
+        let manager = SyncManager(
+            store: store, targetFactory: RESTTargetFactory(client: env.client), logger: env.quietLogger())
+        let target = try SoqlSyncDownTarget(
+            client: env.client, query: "SELECT Id, Name, Number__c, Description FROM Account", batchSize: 2000
+        )
         let clock = ContinuousClock()
         let endToEnd = try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await manager.run() }
@@ -30,11 +33,15 @@ struct IngestBench {
             _ = await manager.waitForSync(id: sync.id)
             return clock.now - started
         }
-        guard try store.count(in: "accounts") == records else { throw CLIError(message: "ingest: record count mismatch") }
+        guard try store.count(in: "accounts") == records else {
+            throw CLIError(message: "ingest: record count mismatch")
+        }
 
         // The store's own limit: the same records, pages of 2000, one transaction each.
         var pages: [[JSONObject]] = []
-        for try await page in env.client.query("SELECT Id, Name, Number__c, Description, LastModifiedDate FROM Account") {
+        for try await page in env.client.query(
+            "SELECT Id, Name, Number__c, Description, LastModifiedDate FROM Account")
+        {
             pages.append(page.records)
         }
         let plain = try SharedStore.open(directory: try env.freshDirectory(), logger: env.quietLogger())
@@ -43,7 +50,8 @@ struct IngestBench {
         for page in pages {
             try await plain.write { transaction in
                 for record in page {
-                    try transaction.upsert(LocalFlags.clean(record, syncId: 1), into: "accounts", externalIdPath: "Id")
+                    try transaction.upsert(
+                        LocalFlags.clean(record, syncId: 1), into: "accounts", externalIdPath: "Id")
                 }
             }
         }
@@ -52,13 +60,19 @@ struct IngestBench {
         // A plain GRDB loop: one table, INSERT … ON CONFLICT, same pages and transactions.
         let path = try env.freshDirectory().path + "/plain.sqlite"
         let pool = try DatabasePool(path: path)
-        try await pool.write { db in try db.execute(sql: "CREATE TABLE t (id TEXT PRIMARY KEY, json TEXT NOT NULL)") }
-        let texts = pages.map { page in page.map { ($0["Id"]?.stringValue ?? "", JSONValue.object($0).jsonString) } }
+        try await pool.write { db in
+            try db.execute(sql: "CREATE TABLE t (id TEXT PRIMARY KEY, json TEXT NOT NULL)")
+        }
+        let texts = pages.map { page in
+            page.map { ($0["Id"]?.stringValue ?? "", JSONValue.object($0).jsonString) }
+        }
         let grdbStarted = clock.now
         for page in texts {
             try await pool.write { db in
                 let statement = try db.cachedStatement(
-                    sql: "INSERT INTO t (id, json) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET json = excluded.json")
+                    sql:
+                        "INSERT INTO t (id, json) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET json = excluded.json"
+                )
                 for (id, json) in page { try statement.execute(arguments: [id, json]) }
             }
         }

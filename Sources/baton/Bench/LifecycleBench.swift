@@ -4,6 +4,7 @@ import BatonStore
 import BatonSync
 import Foundation
 import Logging
+import Synchronization
 
 /// Stop latency (lifecycle file written → lease released and `isStopped()`, from the host's
 /// log) with and without a request held in flight by the server, and hand-over latency
@@ -26,7 +27,9 @@ struct LifecycleBench {
                 let shared = try env.freshDirectory()
                 try await withParticipants(env, shared, names: ["host"]) { _ in
                     try LifecycleSignal.write(.foreground, directory: shared, name: "host")
-                    try await waitForLog(shared, "host") { $0["event"] == "sync" && ($0["progress"]?.intValue ?? 0) > 0 }
+                    try await waitForLog(shared, "host") {
+                        $0["event"] == "sync" && ($0["progress"]?.intValue ?? 0) > 0
+                    }
                     if inFlight {
                         try await env.client.adminSetFaults(["latencyMs": 3_000])
                         let held = env.server.server.requestCount + 2
@@ -44,7 +47,9 @@ struct LifecycleBench {
             let shared = try env.freshDirectory()
             try await withParticipants(env, shared, names: ["host", "ext"]) { _ in
                 try LifecycleSignal.write(.foreground, directory: shared, name: "host")
-                try await waitForLog(shared, "host") { $0["event"] == "sync" && ($0["progress"]?.intValue ?? 0) > 0 }
+                try await waitForLog(shared, "host") {
+                    $0["event"] == "sync" && ($0["progress"]?.intValue ?? 0) > 0
+                }
                 try LifecycleSignal.write(.foreground, directory: shared, name: "ext")
                 try await waitForLog(shared, "ext") { $0["event"] == "lease.waiting" }
                 let signalled = ParticipantLog.monotonicMillis()
@@ -66,19 +71,24 @@ struct LifecycleBench {
 
     /// Runs participants (host first) in this process for the body, then shuts them down.
     static func withParticipants(
-        _ env: BenchEnvironment, _ shared: SharedDirectory, names: [String], _ body: ([Participant]) async throws -> Void
+        _ env: BenchEnvironment, _ shared: SharedDirectory, names: [String],
+        _ body: ([Participant]) async throws -> Void
     ) async throws {
         var participants: [Participant] = []
         for name in names {
             let store = try SharedStore.open(directory: shared, logger: env.quietLogger())
-            let manager = SyncManager(store: store, targetFactory: RESTTargetFactory(client: env.client), logger: env.quietLogger())
-            let target = try SoqlSyncDownTarget(client: env.client, query: "SELECT Id, Name FROM Account", batchSize: 500)
+            let manager = SyncManager(
+                store: store, targetFactory: RESTTargetFactory(client: env.client), logger: env.quietLogger())
+            let target = try SoqlSyncDownTarget(
+                client: env.client, query: "SELECT Id, Name FROM Account", batchSize: 500)
             let configuration = ParticipantConfiguration(
                 name: name, role: name == "host" ? "host" : "extension",
                 syncs: [.down(name: "accounts", soup: "accounts", target: target, options: SyncOptions())],
                 initialLifecycle: .background)
             participants.append(
-                try Participant(configuration: configuration, directory: shared, store: store, manager: manager, logger: env.quietLogger()))
+                try Participant(
+                    configuration: configuration, directory: shared, store: store, manager: manager,
+                    logger: env.quietLogger()))
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for participant in participants { group.addTask { try await participant.run() } }
@@ -96,12 +106,16 @@ struct LifecycleBench {
     /// Waits (on inotify events in `D/logs`) for the first log line of `name` matching.
     @discardableResult
     static func waitForLog(
-        _ shared: SharedDirectory, _ name: String, timeout: Duration = .seconds(60), _ matches: @escaping @Sendable (JSONObject) -> Bool
+        _ shared: SharedDirectory, _ name: String, timeout: Duration = .seconds(60),
+        _ matches: @escaping @Sendable (JSONObject) -> Bool
     ) async throws -> JSONObject {
         try shared.ensureSubdirectory(shared.logsPath)
         let found = Mutex<JSONObject?>(nil)
-        let ok = try await DirectoryWatcher(root: shared.path, subdirectories: ["logs"], reportsModifications: true).wait(timeout: timeout) {
-            let text = (try? String(contentsOfFile: shared.logsPath + "/\(name).jsonl", encoding: .utf8)) ?? ""
+        let ok = try await DirectoryWatcher(
+            root: shared.path, subdirectories: ["logs"], reportsModifications: true
+        ).wait(timeout: timeout) {
+            let text =
+                (try? String(contentsOfFile: shared.logsPath + "/\(name).jsonl", encoding: .utf8)) ?? ""
             for line in text.split(separator: "\n") {
                 if let object = try? JSONObject(parsingObject: String(line)), matches(object) {
                     found.withLock { $0 = object }
@@ -110,9 +124,9 @@ struct LifecycleBench {
             }
             return false
         }
-        guard ok, let object = found.withLock({ $0 }) else { throw CLIError(message: "bench: timed out waiting in \(name)'s log") }
+        guard ok, let object = found.withLock({ $0 }) else {
+            throw CLIError(message: "bench: timed out waiting in \(name)'s log")
+        }
         return object
     }
 }
-
-import Synchronization

@@ -10,7 +10,9 @@ struct ProcessBench {
         var errors: Int
     }
 
-    static func contention(_ env: BenchEnvironment, mode: String, processes: Int = 8, writes: Int = 200) async throws -> Contention {
+    static func contention(_ env: BenchEnvironment, mode: String, processes: Int = 8, writes: Int = 200)
+        async throws -> Contention
+    {
         let shared = try env.freshDirectory()
         _ = try SharedStore.open(directory: shared, logger: env.quietLogger())
         let clock = ContinuousClock()
@@ -18,7 +20,10 @@ struct ProcessBench {
         let outputs = try await withThrowingTaskGroup(of: JSONValue.self) { group in
             for index in 0..<processes {
                 group.addTask {
-                    try await runWorker(["--mode", mode, "--dir", shared.path, "--writes", String(writes), "--name", "w\(index)"])
+                    try await runWorker([
+                        "--mode", mode, "--dir", shared.path, "--writes", String(writes), "--name",
+                        "w\(index)",
+                    ])
                 }
             }
             var all: [JSONValue] = []
@@ -26,18 +31,27 @@ struct ProcessBench {
             return all
         }
         let elapsed = BenchStats.seconds(clock.now - started)
-        let latencies = outputs.flatMap { $0.value(atPath: "latenciesMs")?.arrayValue?.compactMap(\.doubleValue) ?? [] }
+        let latencies = outputs.flatMap {
+            $0.value(atPath: "latenciesMs")?.arrayValue?.compactMap(\.doubleValue) ?? []
+        }
         let errors = outputs.reduce(0) { $0 + Int($1.value(atPath: "errors")?.intValue ?? 0) }
-        return Contention(writesPerSec: Double(latencies.count) / elapsed, p99Ms: BenchStats.percentile(latencies, 99), errors: errors)
+        return Contention(
+            writesPerSec: Double(latencies.count) / elapsed, p99Ms: BenchStats.percentile(latencies, 99),
+            errors: errors)
     }
 
     /// Peak RSS (KiB) of a child process syncing down `records` records.
     static func peakRSS(_ env: BenchEnvironment, records: Int) async throws -> Int {
         try await env.reseed(records, bytes: 400)
         let shared = try env.freshDirectory()
-        let output = try await runWorker(["--mode", "syncdown", "--dir", shared.path, "--server", env.server.url])
+        let output = try await runWorker([
+            "--mode", "syncdown", "--dir", shared.path, "--server", env.server.url,
+        ])
         guard output.value(atPath: "records")?.intValue == Int64(records) else {
-            throw CLIError(message: "memory bench: the worker synced \(output.value(atPath: "records")?.jsonString ?? "nothing")")
+            throw CLIError(
+                message:
+                    "memory bench: the worker synced \(output.value(atPath: "records")?.jsonString ?? "nothing")"
+            )
         }
         return Int(output.value(atPath: "maxRSSKiB")?.intValue ?? 0)
     }
@@ -59,8 +73,11 @@ struct ProcessBench {
             }
         }
         process.waitUntilExit()
-        guard process.terminationStatus == 0, let line = String(data: data, encoding: .utf8)?.split(separator: "\n").last else {
-            throw CLIError(message: "bench worker \(arguments.first ?? "") \(arguments.dropFirst().first ?? "") failed")
+        guard process.terminationStatus == 0,
+            let line = String(data: data, encoding: .utf8)?.split(separator: "\n").last
+        else {
+            throw CLIError(
+                message: "bench worker \(arguments.first ?? "") \(arguments.dropFirst().first ?? "") failed")
         }
         return try JSONValue(parsing: String(line))
     }

@@ -22,8 +22,11 @@ struct ResumeWasteBench {
             for stopAt in [25, 50, 75] {
                 let shared = try env.freshDirectory()
                 let store = try SharedStore.open(directory: shared, logger: env.quietLogger())
-                let manager = SyncManager(store: store, targetFactory: RESTTargetFactory(client: env.client), logger: env.quietLogger())
-                let target = try SoqlSyncDownTarget(client: env.client, query: "SELECT Id, Name FROM Account", batchSize: 200)
+                let manager = SyncManager(
+                    store: store, targetFactory: RESTTargetFactory(client: env.client),
+                    logger: env.quietLogger())
+                let target = try SoqlSyncDownTarget(
+                    client: env.client, query: "SELECT Id, Name FROM Account", batchSize: 200)
                 try await env.client.adminResetStats()
                 let outcome = try await withThrowingTaskGroup(of: Void.self) { group -> Case in
                     group.addTask { try await manager.run() }
@@ -43,7 +46,9 @@ struct ResumeWasteBench {
                     ).totalSize
                     return Case(stopAt: stopAt, tie: tie, extra: served - records, boundaryTies: boundary)
                 }
-                guard try store.count(in: "accounts") == records else { throw CLIError(message: "resume waste: records lost") }
+                guard try store.count(in: "accounts") == records else {
+                    throw CLIError(message: "resume waste: records lost")
+                }
                 cases.append(outcome)
             }
         }

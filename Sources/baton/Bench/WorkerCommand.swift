@@ -35,10 +35,14 @@ struct BenchWorkerCommand: AsyncParsableCommand {
                 do {
                     if mode == "lease" {
                         let held = try await lease.acquire(interval: .microseconds(500))
-                        try await store.write(fencedBy: held.epoch) { try $0.upsert(["w": .string(name), "i": .int(Int64(index))], into: "writes") }
+                        try await store.write(fencedBy: held.epoch) {
+                            try $0.upsert(["w": .string(name), "i": .int(Int64(index))], into: "writes")
+                        }
                         lease.release(held)
                     } else {
-                        try await store.write { try $0.upsert(["w": .string(name), "i": .int(Int64(index))], into: "writes") }
+                        try await store.write {
+                            try $0.upsert(["w": .string(name), "i": .int(Int64(index))], into: "writes")
+                        }
                     }
                     latencies.append(BenchStats.seconds(clock.now - attempt) * 1000)
                 } catch {
@@ -52,8 +56,11 @@ struct BenchWorkerCommand: AsyncParsableCommand {
             ])
         case "syncdown":
             let client = RESTClient(baseURL: server ?? "", token: "bench")
-            let manager = SyncManager(store: store, targetFactory: RESTTargetFactory(client: client), logger: logger)
-            let target = try SoqlSyncDownTarget(client: client, query: "SELECT Id, Name, Number__c, Description FROM Account", batchSize: 2000)
+            let manager = SyncManager(
+                store: store, targetFactory: RESTTargetFactory(client: client), logger: logger)
+            let target = try SoqlSyncDownTarget(
+                client: client, query: "SELECT Id, Name, Number__c, Description FROM Account", batchSize: 2000
+            )
             let count = try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await manager.run() }
                 defer { group.cancelAll() }

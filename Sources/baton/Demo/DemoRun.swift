@@ -232,7 +232,8 @@ final class DemoRun: @unchecked Sendable {
         }
         let lastPlain = Mutex(ContinuousClock.now)
         let met = try await DirectoryWatcher(
-            root: shared.path, subdirectories: ["participants", "lifecycle", "logs"], reportsModifications: true
+            root: shared.path, subdirectories: ["participants", "lifecycle", "logs"],
+            reportsModifications: true
         )
         .wait(timeout: timeout) {
             let state = observe()
