@@ -69,7 +69,7 @@ struct BenchCommand: AsyncParsableCommand {
         }
         await env.finish()
 
-        let worst = waste.max { ($0.extra - $0.boundaryTies) < ($1.extra - $1.boundaryTies) }
+        let worst = waste.max { $0.extra < $1.extra }
         func r(_ value: Double, _ places: Double = 10) -> Double { BenchStats.round(value, places) }
         let figures: JSONObject = [
             "cores": .int(Int64(cores)), "records": .int(Int64(records)), "trials": .int(Int64(trials)),
@@ -95,6 +95,7 @@ struct BenchCommand: AsyncParsableCommand {
             "resumeWaste": [
                 "maxExtraRecords": .int(Int64(waste.map(\.extra).max() ?? 0)),
                 "boundaryTies": .int(Int64(worst?.boundaryTies ?? 0)),
+                "maxExtraBeyondTies": .int(Int64(waste.map { $0.extra - $0.boundaryTies }.max() ?? 0)),
                 "cases": .array(
                     waste.map {
                         [
