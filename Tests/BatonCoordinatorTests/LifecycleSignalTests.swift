@@ -64,6 +64,19 @@ struct LifecycleSignalTests {
         _ = (temp, seed)
     }
 
+    @Test("the initial lifecycle never overwrites a signal that is already there")
+    func writeIfAbsent() throws {
+        let (temp, shared) = try directory()
+        #expect(try LifecycleSignal.writeIfAbsent(.background, directory: shared, name: "host"))
+        #expect(LifecycleSignal.read(directory: shared, name: "host") == .valid(.background))
+        try LifecycleSignal.write(.foreground, directory: shared, name: "host")
+        #expect(try !LifecycleSignal.writeIfAbsent(.background, directory: shared, name: "host"))
+        #expect(LifecycleSignal.read(directory: shared, name: "host") == .valid(.foreground))
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: shared.lifecyclePath)
+        #expect(leftovers == ["host"])
+        _ = temp
+    }
+
     @Test("writing is atomic and names are validated")
     func write() throws {
         let (temp, shared) = try directory()

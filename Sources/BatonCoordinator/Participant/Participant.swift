@@ -69,10 +69,8 @@ public actor Participant {
         for sub in [directory.lifecyclePath, directory.participantsPath, directory.logsPath] {
             try directory.ensureSubdirectory(sub)
         }
-        if let initial = configuration.initialLifecycle,
-            LifecycleSignal.read(directory: directory, name: configuration.name) == .missing
-        {
-            try LifecycleSignal.write(initial, directory: directory, name: configuration.name)
+        if let initial = configuration.initialLifecycle {
+            try LifecycleSignal.writeIfAbsent(initial, directory: directory, name: configuration.name)
         }
         // Not the writer yet: the engine refuses syncs until the lease is held.
         await manager.stop()

@@ -68,6 +68,24 @@ public enum LifecycleSignal {
     }
 }
 
+extension LifecycleSignal {
+    /// Writes the signal only if there is none yet, atomically (a shell's signal written at the
+    /// same moment is never overwritten). Returns whether it wrote.
+    @discardableResult
+    public static func writeIfAbsent(_ lifecycle: Lifecycle, directory: SharedDirectory, name: String) throws -> Bool {
+        try ParticipantName.validate(name)
+        try directory.ensureSubdirectory(directory.lifecyclePath)
+        let path = directory.lifecyclePath + "/" + name
+        let temporary = path + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try AtomicFile.write(Data((lifecycle.rawValue + "\n").utf8), to: temporary)
+        defer { unlink(temporary) }
+        // link() fails with EEXIST instead of replacing: the no-clobber form of rename.
+        if link(temporary, path) == 0 { return true }
+        if errno == EEXIST { return false }
+        throw CoordinatorError(.io, "cannot write \(path): \(String(cString: strerror(errno)))")
+    }
+}
+
 /// Participant names: `[A-Za-z0-9._-]{1,64}`.
 public enum ParticipantName {
     public static func validate(_ name: String) throws {

@@ -106,7 +106,7 @@ struct LifecycleBench {
     /// Waits (on inotify events in `D/logs`) for the first log line of `name` matching.
     @discardableResult
     static func waitForLog(
-        _ shared: SharedDirectory, _ name: String, timeout: Duration = .seconds(60),
+        _ shared: SharedDirectory, _ name: String, timeout: Duration = .seconds(60), line: Int = #line,
         _ matches: @escaping @Sendable (JSONObject) -> Bool
     ) async throws -> JSONObject {
         try shared.ensureSubdirectory(shared.logsPath)
@@ -125,7 +125,7 @@ struct LifecycleBench {
             return false
         }
         guard ok, let object = found.withLock({ $0 }) else {
-            throw CLIError(message: "bench: timed out waiting in \(name)'s log")
+            throw CLIError(message: "bench: timed out waiting in \(name)'s log (line \(line), \(shared.path))")
         }
         return object
     }
