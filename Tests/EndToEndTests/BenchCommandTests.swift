@@ -10,7 +10,8 @@ struct BenchCommandTests {
         let temp = try TemporaryDirectory()
         let json = temp.path + "/bench.json"
         let result = try await BatonProcess.run(
-            ["bench", "--records", "2000", "--trials", "1", "--only", "waste", "--json", json], timeout: .seconds(300))
+            ["bench", "--records", "2000", "--trials", "1", "--only", "waste", "--json", json],
+            timeout: .seconds(300))
         #expect(result.status == 0, "stderr: \(result.stderr)")
         let figures = try JSONValue(parsing: String(contentsOfFile: json, encoding: .utf8))
         let cases = figures.value(atPath: "resumeWaste.cases")?.arrayValue ?? []
