@@ -3,33 +3,35 @@ import BatonTestSupport
 import Foundation
 import Testing
 
-@Suite("baton bench", .serialized)
-struct BenchCommandTests {
-    @Test("resume waste: a restarted sync refetches only the records on the boundary time stamp")
-    func resumeWaste() async throws {
-        let temp = try TemporaryDirectory()
-        let json = temp.path + "/bench.json"
-        let result = try await BatonProcess.run(
-            ["bench", "--records", "2000", "--trials", "1", "--only", "waste", "--json", json],
-            timeout: .seconds(300))
-        #expect(result.status == 0, "stderr: \(result.stderr)")
-        let figures = try JSONValue(parsing: String(contentsOfFile: json, encoding: .utf8))
-        let cases = figures.value(atPath: "resumeWaste.cases")?.arrayValue ?? []
-        #expect(cases.count == 9)
-        for item in cases {
-            let extra = item.value(atPath: "extra")?.intValue ?? -1
-            let ties = item.value(atPath: "boundaryTies")?.intValue ?? -1
-            let pageSize: Int64 = 200
-            // The ties at the boundary, plus at most the page that was in flight when stopped.
-            #expect(extra >= ties && extra <= ties + pageSize, "\(item.jsonString)")
+extension HeavyEndToEnd {
+    @Suite("baton bench", .serialized)
+    struct BenchCommandTests {
+        @Test("resume waste: a restarted sync refetches only the records on the boundary time stamp")
+        func resumeWaste() async throws {
+            let temp = try TemporaryDirectory()
+            let json = temp.path + "/bench.json"
+            let result = try await BatonProcess.run(
+                ["bench", "--records", "2000", "--trials", "1", "--only", "waste", "--json", json],
+                timeout: .seconds(300))
+            #expect(result.status == 0, "stderr: \(result.stderr)")
+            let figures = try JSONValue(parsing: String(contentsOfFile: json, encoding: .utf8))
+            let cases = figures.value(atPath: "resumeWaste.cases")?.arrayValue ?? []
+            #expect(cases.count == 9)
+            for item in cases {
+                let extra = item.value(atPath: "extra")?.intValue ?? -1
+                let ties = item.value(atPath: "boundaryTies")?.intValue ?? -1
+                let pageSize: Int64 = 200
+                // The ties at the boundary, plus at most the page that was in flight when stopped.
+                #expect(extra >= ties && extra <= ties + pageSize, "\(item.jsonString)")
+            }
+            #expect(result.stdout.contains("resume waste"))
         }
-        #expect(result.stdout.contains("resume waste"))
-    }
 
-    @Test("an unknown scenario is refused")
-    func unknownScenario() async throws {
-        let result = try await BatonProcess.run(["bench", "--only", "speed"])
-        #expect(result.status != 0)
-        #expect(result.stderr.contains("unknown scenario"))
+        @Test("an unknown scenario is refused")
+        func unknownScenario() async throws {
+            let result = try await BatonProcess.run(["bench", "--only", "speed"])
+            #expect(result.status != 0)
+            #expect(result.stderr.contains("unknown scenario"))
+        }
     }
 }

@@ -2,52 +2,55 @@ import BatonJSON
 import Foundation
 import Testing
 
-@Suite("Lock contention", .serialized)
-struct ContentionTests {
-    @Test(
-        "8 participants flipping at random 100 times each: one writer at a time, no SQLITE_BUSY, every sync done"
-    )
-    func contention() async throws {
-        let f = try await CoordinatorFixture(records: 2_000)
-        let names = (0..<8).map { "p\($0)" }
-        for (index, name) in names.enumerated() {
-            try f.start(
-                name, role: index == 0 ? "host" : "extension", lifecycle: "background", batchSize: 100)
-        }
-        for name in names { #expect(try await f.wait(["--lifecycle", "\(name)=background"])) }
-
-        var generator = SystemRandomNumberGenerator()
-        for _ in 0..<100 {
-            for name in names {
-                let state = Bool.random(using: &generator) ? "foreground" : "background"
-                // The plain shell way: a non-atomic write straight into the file.
-                try Data((state + "\n").utf8).write(to: URL(fileURLWithPath: f.dir + "/lifecycle/" + name))
+extension HeavyEndToEnd {
+    @Suite("Lock contention", .serialized)
+    struct ContentionTests {
+        @Test(
+            "8 participants flipping at random 100 times each: one writer at a time, no SQLITE_BUSY, every sync done"
+        )
+        func contention() async throws {
+            let f = try await CoordinatorFixture(records: 2_000)
+            let names = (0..<8).map { "p\($0)" }
+            for (index, name) in names.enumerated() {
+                try f.start(
+                    name, role: index == 0 ? "host" : "extension", lifecycle: "background", batchSize: 100)
             }
-            // wait-ok: pacing a randomized stress driver, not waiting for a condition
-            try await Task.sleep(for: .milliseconds(Int.random(in: 1...15, using: &generator)))
-        }
-        // Settle: one participant in the foreground finishes the sync.
-        for name in names.dropFirst() { try await f.signal(name, "background") }
-        try await f.signal(names[0], "foreground")
-        #expect(try await f.wait(["--writer", names[0]], timeout: 120))
-        #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
+            for name in names { #expect(try await f.wait(["--lifecycle", "\(name)=background"])) }
 
-        let check = try await BatonProcess.run(["lease", "check", "--dir", f.dir])
-        #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
-        let history = try await BatonProcess.run(["lease", "history", "--dir", f.dir, "--json"])
-        let intervals = try JSONValue(parsing: history.stdout).arrayValue ?? []
-        #expect(intervals.count > 8)
-        for name in names {
-            let errors = f.log(name).filter { $0["event"] == "writer.error" }
-            #expect(errors.isEmpty, "\(name): \(errors.map { JSONValue.object($0).jsonString })")
+            var generator = SystemRandomNumberGenerator()
+            for _ in 0..<100 {
+                for name in names {
+                    let state = Bool.random(using: &generator) ? "foreground" : "background"
+                    // The plain shell way: a non-atomic write straight into the file.
+                    try Data((state + "\n").utf8).write(
+                        to: URL(fileURLWithPath: f.dir + "/lifecycle/" + name))
+                }
+                // wait-ok: pacing a randomized stress driver, not waiting for a condition
+                try await Task.sleep(for: .milliseconds(Int.random(in: 1...15, using: &generator)))
+            }
+            // Settle: one participant in the foreground finishes the sync.
+            for name in names.dropFirst() { try await f.signal(name, "background") }
+            try await f.signal(names[0], "foreground")
+            #expect(try await f.wait(["--writer", names[0]], timeout: 120))
+            #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
+
+            let check = try await BatonProcess.run(["lease", "check", "--dir", f.dir])
+            #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
+            let history = try await BatonProcess.run(["lease", "history", "--dir", f.dir, "--json"])
+            let intervals = try JSONValue(parsing: history.stdout).arrayValue ?? []
+            #expect(intervals.count > 8)
+            for name in names {
+                let errors = f.log(name).filter { $0["event"] == "writer.error" }
+                #expect(errors.isEmpty, "\(name): \(errors.map { JSONValue.object($0).jsonString })")
+            }
+            let info = try await f.storeInfo()
+            #expect(info.value(atPath: "integrity") == "ok")
+            #expect(info.value(atPath: "soups")?.arrayValue?.first?.value(atPath: "count") == 2_000)
+            let syncs = try await BatonProcess.run(["syncs", "--dir", f.dir, "--json"])
+            let all = try JSONValue(parsing: syncs.stdout).arrayValue ?? []
+            #expect(!all.isEmpty)
+            #expect(all.allSatisfy { $0.value(atPath: "status") == "done" })
+            try await f.finish()
         }
-        let info = try await f.storeInfo()
-        #expect(info.value(atPath: "integrity") == "ok")
-        #expect(info.value(atPath: "soups")?.arrayValue?.first?.value(atPath: "count") == 2_000)
-        let syncs = try await BatonProcess.run(["syncs", "--dir", f.dir, "--json"])
-        let all = try JSONValue(parsing: syncs.stdout).arrayValue ?? []
-        #expect(!all.isEmpty)
-        #expect(all.allSatisfy { $0.value(atPath: "status") == "done" })
-        try await f.finish()
     }
 }

@@ -3,151 +3,155 @@ import BatonREST
 import Foundation
 import Testing
 
-@Suite("Paired participants as processes", .serialized)
-struct CoordinatorProcessTests {
-    @Test(
-        "hand-over mid-sync: the host stops and releases, the extension resumes to done",
-        arguments: ["baton signal", "echo"])
-    func pairedHandOver(signalling: String) async throws {
-        let f = try await CoordinatorFixture(records: 20_000)
-        try await f.client.adminSetFaults(["latencyMs": 20])
-        try f.start("host", role: "host", lifecycle: "foreground")
-        #expect(try await f.wait(["--writer", "host"]))
-        try f.start("ext", role: "extension", lifecycle: "foreground")
-        // Mid-way: a few pages are in.
-        await f.server.server.waitForRequests(f.server.server.requestCount + 4)
-        if signalling == "echo" {
-            let shell = Process()
-            shell.executableURL = URL(fileURLWithPath: "/bin/sh")
-            shell.arguments = ["-c", "echo background > '\(f.dir)/lifecycle/host'"]
-            try shell.run()
-            shell.waitUntilExit()
-            #expect(shell.terminationStatus == 0)
-        } else {
+extension HeavyEndToEnd {
+    @Suite("Paired participants as processes", .serialized)
+    struct CoordinatorProcessTests {
+        @Test(
+            "hand-over mid-sync: the host stops and releases, the extension resumes to done",
+            arguments: ["baton signal", "echo"])
+        func pairedHandOver(signalling: String) async throws {
+            let f = try await CoordinatorFixture(records: 20_000)
+            try await f.client.adminSetFaults(["latencyMs": 20])
+            try f.start("host", role: "host", lifecycle: "foreground")
+            #expect(try await f.wait(["--writer", "host"]))
+            try f.start("ext", role: "extension", lifecycle: "foreground")
+            // Mid-way: a few pages are in.
+            await f.server.server.waitForRequests(f.server.server.requestCount + 4)
+            if signalling == "echo" {
+                let shell = Process()
+                shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+                shell.arguments = ["-c", "echo background > '\(f.dir)/lifecycle/host'"]
+                try shell.run()
+                shell.waitUntilExit()
+                #expect(shell.terminationStatus == 0)
+            } else {
+                try await f.signal("host", "background")
+            }
+            #expect(try await f.wait(["--writer", "ext"]))
+            #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
+
+            let hostLog = f.log("host")
+            #expect(hostLog.contains { $0["event"] == "sync" && $0["status"] == "stopped" })
+            #expect(hostLog.contains { $0["event"] == "lease.released" && $0["reason"] == "background" })
+            let extLog = f.log("ext")
+            #expect(
+                extLog.contains {
+                    $0["event"] == "manager.restarted" && ($0["resumed"]?.arrayValue?.isEmpty == false)
+                })
+
+            let info = try await f.storeInfo()
+            #expect(info.value(atPath: "integrity") == "ok")
+            #expect(info.value(atPath: "soups")?.arrayValue?.first?.value(atPath: "count") == 20_000)
+            let served = try await f.served()
+            // At most the page in flight is fetched twice, plus the record(s) sharing the boundary
+            // time stamp, which a resume after a stop asks for again (>= maxTimeStamp).
+            #expect(served <= 20_000 + 500 + 1, "served \(served)")
+            let state = try #require(try await f.syncState("accounts"))
+            #expect(state.value(atPath: "status") == "done")
+            try await f.finish()
+            #expect(try await BatonProcess.run(["lease", "check", "--dir", f.dir]).status == 0)
+        }
+
+        @Test("writer killed with SIGKILL mid-sync: the peer takes over, recovers and finishes")
+        func killedWriter() async throws {
+            let f = try await CoordinatorFixture(records: 20_000)
+            try await f.client.adminSetFaults(["latencyMs": 20])
+            let host = try f.start("host", role: "host", lifecycle: "foreground")
+            #expect(try await f.wait(["--writer", "host"]))
+            try f.start("ext", role: "extension", lifecycle: "foreground")
+            await f.server.server.waitForRequests(f.server.server.requestCount + 4)
+            host.send(SIGKILL)
+            _ = try await host.wait()
+            #expect(try await f.wait(["--writer", "ext"]))
+            #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
+
+            let extLog = f.log("ext")
+            #expect(extLog.contains { $0["event"] == "syncs.recovered" })
+            let statuses = extLog.filter { $0["event"] == "sync" }.compactMap { $0["status"]?.stringValue }
+            #expect(statuses.first == "stopped")
+            #expect(statuses.contains("running"))
+            #expect(statuses.last == "done")
+            let info = try await f.storeInfo()
+            #expect(info.value(atPath: "integrity") == "ok")
+            #expect(info.value(atPath: "soups")?.arrayValue?.first?.value(atPath: "count") == 20_000)
+            try await f.finish()
+            let check = try await BatonProcess.run(["lease", "check", "--dir", f.dir])
+            #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
+            let history = try await BatonProcess.run(["lease", "history", "--dir", f.dir, "--json"])
+            let kinds = (try JSONValue(parsing: history.stdout).arrayValue ?? []).compactMap {
+                $0.value(atPath: "releaseKind")?.stringValue
+            }
+            #expect(kinds.first == "taken-over")
+        }
+
+        @Test("priority: a host coming to the foreground takes the lease from the extension")
+        func priorityYield() async throws {
+            let f = try await CoordinatorFixture(records: 5_000)
+            try await f.client.adminSetFaults(["latencyMs": 30])
+            try f.start("ext", role: "extension", lifecycle: "foreground", batchSize: 200)
+            #expect(try await f.wait(["--writer", "ext"]))
+            try f.start("host", role: "host", lifecycle: "background", batchSize: 200)
+            #expect(try await f.wait(["--lifecycle", "host=background"]))
+            try await f.signal("host", "foreground")
+            #expect(try await f.wait(["--writer", "host"]))
+            let status = try await BatonProcess.run(["status", "--dir", f.dir, "--json"])
+            let parsed = try JSONValue(parsing: status.stdout)
+            #expect(parsed.value(atPath: "writer.name") == "host")
+            let ext = parsed.value(atPath: "participants")?.arrayValue?.first {
+                $0.value(atPath: "name") == "ext"
+            }
+            #expect(ext?.value(atPath: "phase") == "waiting")
+            #expect(f.log("ext").contains { $0["event"] == "lease.released" && $0["reason"] == "yield" })
+            #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
+            try await f.finish()
+        }
+
+        @Test(
+            "junk signals, unknown names, a symlink, a 1 MiB file and a recreated lifecycle directory are survived"
+        )
+        func badInput() async throws {
+            let f = try await CoordinatorFixture(records: 100)
+            let host = try f.start("host", role: "host", lifecycle: "background")
+            let ext = try f.start("ext", role: "extension", lifecycle: "background")
+            #expect(try await f.wait(["--lifecycle", "ext=background"]))
+            #expect(try await f.wait(["--lifecycle", "host=background"]))
+            let lifecycle = f.dir + "/lifecycle"
+            try Data("sideways\n".utf8).write(to: URL(fileURLWithPath: lifecycle + "/host"))
+            try Data("foreground".utf8).write(to: URL(fileURLWithPath: lifecycle + "/nobody"))
+            try Data(repeating: 0x66, count: 1 << 20).write(to: URL(fileURLWithPath: lifecycle + "/ext"))
+            try Data("foreground".utf8).write(to: URL(fileURLWithPath: f.temp.path + "/elsewhere"))
+            try FileManager.default.removeItem(atPath: lifecycle + "/ext")
+            try FileManager.default.createSymbolicLink(
+                atPath: lifecycle + "/ext", withDestinationPath: f.temp.path + "/elsewhere")
+            try FileManager.default.removeItem(atPath: lifecycle)
+            try FileManager.default.createDirectory(atPath: lifecycle, withIntermediateDirectories: false)
+            // Still alive, and still obeying the next valid signal.
+            try await f.signal("host", "foreground")
+            #expect(try await f.wait(["--writer", "host"]))
+            #expect(host.isRunning && ext.isRunning)
+            let warnings = f.log("host").filter {
+                $0["event"] == "lifecycle.ignored" || $0["event"] == "rescan"
+            }
+            #expect(!warnings.isEmpty)
+            #expect(host.stderr.contains("warning"))
+            try await f.finish()
+        }
+
+        @Test("a stop while the server holds a request for 10 s releases the lease long before")
+        func stopWithHeldRequest() async throws {
+            let f = try await CoordinatorFixture(records: 2_000)
+            try f.start("host", role: "host", lifecycle: "foreground", batchSize: 100)
+            #expect(try await f.wait(["--writer", "host"]))
+            try await f.client.adminSetFaults(["latencyMs": 10_000])
+            let held = f.server.server.requestCount + 2  // this call, then the held page request
+            await f.server.server.waitForRequests(held)
             try await f.signal("host", "background")
+            // Bounded well under the 10 s the server holds the request.
+            #expect(try await f.wait(["--no-writer"], timeout: 5))
+            let stopped = f.log("host").first { $0["event"] == "stopped" }
+            #expect((stopped?["stopMs"]?.doubleValue ?? 1e9) < 5_000)
+            try await f.client.adminClearFaults()
+            try await f.finish()
         }
-        #expect(try await f.wait(["--writer", "ext"]))
-        #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
-
-        let hostLog = f.log("host")
-        #expect(hostLog.contains { $0["event"] == "sync" && $0["status"] == "stopped" })
-        #expect(hostLog.contains { $0["event"] == "lease.released" && $0["reason"] == "background" })
-        let extLog = f.log("ext")
-        #expect(
-            extLog.contains {
-                $0["event"] == "manager.restarted" && ($0["resumed"]?.arrayValue?.isEmpty == false)
-            })
-
-        let info = try await f.storeInfo()
-        #expect(info.value(atPath: "integrity") == "ok")
-        #expect(info.value(atPath: "soups")?.arrayValue?.first?.value(atPath: "count") == 20_000)
-        let served = try await f.served()
-        // At most the page in flight is fetched twice, plus the record(s) sharing the boundary
-        // time stamp, which a resume after a stop asks for again (>= maxTimeStamp).
-        #expect(served <= 20_000 + 500 + 1, "served \(served)")
-        let state = try #require(try await f.syncState("accounts"))
-        #expect(state.value(atPath: "status") == "done")
-        try await f.finish()
-        #expect(try await BatonProcess.run(["lease", "check", "--dir", f.dir]).status == 0)
-    }
-
-    @Test("writer killed with SIGKILL mid-sync: the peer takes over, recovers and finishes")
-    func killedWriter() async throws {
-        let f = try await CoordinatorFixture(records: 20_000)
-        try await f.client.adminSetFaults(["latencyMs": 20])
-        let host = try f.start("host", role: "host", lifecycle: "foreground")
-        #expect(try await f.wait(["--writer", "host"]))
-        try f.start("ext", role: "extension", lifecycle: "foreground")
-        await f.server.server.waitForRequests(f.server.server.requestCount + 4)
-        host.send(SIGKILL)
-        _ = try await host.wait()
-        #expect(try await f.wait(["--writer", "ext"]))
-        #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
-
-        let extLog = f.log("ext")
-        #expect(extLog.contains { $0["event"] == "syncs.recovered" })
-        let statuses = extLog.filter { $0["event"] == "sync" }.compactMap { $0["status"]?.stringValue }
-        #expect(statuses.first == "stopped")
-        #expect(statuses.contains("running"))
-        #expect(statuses.last == "done")
-        let info = try await f.storeInfo()
-        #expect(info.value(atPath: "integrity") == "ok")
-        #expect(info.value(atPath: "soups")?.arrayValue?.first?.value(atPath: "count") == 20_000)
-        try await f.finish()
-        let check = try await BatonProcess.run(["lease", "check", "--dir", f.dir])
-        #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
-        let history = try await BatonProcess.run(["lease", "history", "--dir", f.dir, "--json"])
-        let kinds = (try JSONValue(parsing: history.stdout).arrayValue ?? []).compactMap {
-            $0.value(atPath: "releaseKind")?.stringValue
-        }
-        #expect(kinds.first == "taken-over")
-    }
-
-    @Test("priority: a host coming to the foreground takes the lease from the extension")
-    func priorityYield() async throws {
-        let f = try await CoordinatorFixture(records: 5_000)
-        try await f.client.adminSetFaults(["latencyMs": 30])
-        try f.start("ext", role: "extension", lifecycle: "foreground", batchSize: 200)
-        #expect(try await f.wait(["--writer", "ext"]))
-        try f.start("host", role: "host", lifecycle: "background", batchSize: 200)
-        #expect(try await f.wait(["--lifecycle", "host=background"]))
-        try await f.signal("host", "foreground")
-        #expect(try await f.wait(["--writer", "host"]))
-        let status = try await BatonProcess.run(["status", "--dir", f.dir, "--json"])
-        let parsed = try JSONValue(parsing: status.stdout)
-        #expect(parsed.value(atPath: "writer.name") == "host")
-        let ext = parsed.value(atPath: "participants")?.arrayValue?.first {
-            $0.value(atPath: "name") == "ext"
-        }
-        #expect(ext?.value(atPath: "phase") == "waiting")
-        #expect(f.log("ext").contains { $0["event"] == "lease.released" && $0["reason"] == "yield" })
-        #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
-        try await f.finish()
-    }
-
-    @Test(
-        "junk signals, unknown names, a symlink, a 1 MiB file and a recreated lifecycle directory are survived"
-    )
-    func badInput() async throws {
-        let f = try await CoordinatorFixture(records: 100)
-        let host = try f.start("host", role: "host", lifecycle: "background")
-        let ext = try f.start("ext", role: "extension", lifecycle: "background")
-        #expect(try await f.wait(["--lifecycle", "ext=background"]))
-        #expect(try await f.wait(["--lifecycle", "host=background"]))
-        let lifecycle = f.dir + "/lifecycle"
-        try Data("sideways\n".utf8).write(to: URL(fileURLWithPath: lifecycle + "/host"))
-        try Data("foreground".utf8).write(to: URL(fileURLWithPath: lifecycle + "/nobody"))
-        try Data(repeating: 0x66, count: 1 << 20).write(to: URL(fileURLWithPath: lifecycle + "/ext"))
-        try Data("foreground".utf8).write(to: URL(fileURLWithPath: f.temp.path + "/elsewhere"))
-        try FileManager.default.removeItem(atPath: lifecycle + "/ext")
-        try FileManager.default.createSymbolicLink(
-            atPath: lifecycle + "/ext", withDestinationPath: f.temp.path + "/elsewhere")
-        try FileManager.default.removeItem(atPath: lifecycle)
-        try FileManager.default.createDirectory(atPath: lifecycle, withIntermediateDirectories: false)
-        // Still alive, and still obeying the next valid signal.
-        try await f.signal("host", "foreground")
-        #expect(try await f.wait(["--writer", "host"]))
-        #expect(host.isRunning && ext.isRunning)
-        let warnings = f.log("host").filter { $0["event"] == "lifecycle.ignored" || $0["event"] == "rescan" }
-        #expect(!warnings.isEmpty)
-        #expect(host.stderr.contains("warning"))
-        try await f.finish()
-    }
-
-    @Test("a stop while the server holds a request for 10 s releases the lease long before")
-    func stopWithHeldRequest() async throws {
-        let f = try await CoordinatorFixture(records: 2_000)
-        try f.start("host", role: "host", lifecycle: "foreground", batchSize: 100)
-        #expect(try await f.wait(["--writer", "host"]))
-        try await f.client.adminSetFaults(["latencyMs": 10_000])
-        let held = f.server.server.requestCount + 2  // this call, then the held page request
-        await f.server.server.waitForRequests(held)
-        try await f.signal("host", "background")
-        // Bounded well under the 10 s the server holds the request.
-        #expect(try await f.wait(["--no-writer"], timeout: 5))
-        let stopped = f.log("host").first { $0["event"] == "stopped" }
-        #expect((stopped?["stopMs"]?.doubleValue ?? 1e9) < 5_000)
-        try await f.client.adminClearFaults()
-        try await f.finish()
     }
 }
