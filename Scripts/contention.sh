@@ -18,14 +18,8 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-fifo="$(mktemp -u /tmp/baton-serve-XXXXXX)"
-mkfifo "$fifo"
-"$baton" serve --json --seed "Account=2000:400" >"$fifo" &
-pids+=($!)
-read -r info <"$fifo"
-rm -f "$fifo"
-url="$(echo "$info" | sed -E 's/.*"url":"([^"]+)".*/\1/')"
-export BATON_TOKEN="$(echo "$info" | sed -E 's/.*"token":"([^"]+)".*/\1/')"
+source "$root/Scripts/reference-server.sh"
+start_reference_server "Account=2000:400"
 for i in $(seq 0 $((count - 1))); do
     role=extension; [[ $i -eq 0 ]] && role=host
     "$baton" participant --dir "$dir" --name "p$i" --role "$role" --server "$url" --lifecycle background \

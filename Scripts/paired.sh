@@ -19,14 +19,8 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-fifo="$(mktemp -u /tmp/baton-serve-XXXXXX)"
-mkfifo "$fifo"
-"$baton" serve --json --seed "Account=$records:$((records / 5))" >"$fifo" &
-pids+=($!)
-read -r info <"$fifo"
-rm -f "$fifo"
-url="$(echo "$info" | sed -E 's/.*"url":"([^"]+)".*/\1/')"
-export BATON_TOKEN="$(echo "$info" | sed -E 's/.*"token":"([^"]+)".*/\1/')"
+source "$root/Scripts/reference-server.sh"
+start_reference_server "Account=$records:$((records / 5))"
 query='accounts:accounts:SELECT Id, Name, Number__c FROM Account'
 "$baton" participant --dir "$dir" --name host --role host --server "$url" --lifecycle foreground \
     --sync-down "$query" --batch-size 200 >"$dir/host.out" 2>&1 &

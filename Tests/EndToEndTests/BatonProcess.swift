@@ -139,7 +139,8 @@ final class BatonProcess: Sendable {
                 }
             }
             group.addTask {
-                try await Task.sleep(for: timeout)
+                // The bound of a wait that is driven by output events; it only fires on a hang.
+                try await Task.sleep(for: timeout)  // wait-ok: upper bound of an event wait
                 let state = self.output.withLock {
                     "terminated=\($0.terminated) stdoutEOF=\($0.stdoutClosed) stderrEOF=\($0.stderrClosed) running=\(self.process.isRunning)"
                 }

@@ -25,8 +25,9 @@ extension HeavyEndToEnd {
                     try Data((state + "\n").utf8).write(
                         to: URL(fileURLWithPath: f.dir + "/lifecycle/" + name))
                 }
-                // wait-ok: pacing a randomized stress driver, not waiting for a condition
-                try await Task.sleep(for: .milliseconds(Int.random(in: 1...15, using: &generator)))
+                // Pacing a randomized stress driver between rounds, not waiting for a condition.
+                let pause = Duration.milliseconds(Int.random(in: 1...15, using: &generator))
+                try await Task.sleep(for: pause)  // wait-ok: deliberate pacing of the random flips
             }
             // Settle: one participant in the foreground finishes the sync.
             for name in names.dropFirst() { try await f.signal(name, "background") }

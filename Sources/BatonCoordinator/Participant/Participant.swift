@@ -323,15 +323,18 @@ public actor Participant {
         log.log("stop.requested", ["reason": .string(reason.rawValue)])
         await manager.stop()
         await noteManagerState()
-        let manager = self.manager
-        let stoppedInTime = await Self.withDeadline(configuration.stopDeadline) {
-            await manager.waitUntilStopped()
-        }
-        if !stoppedInTime {
+        // Past the deadline, interrupt the SQLite statement in flight (its page rolls back) so
+        // the stop completes; the watchdog is cancelled as soon as the stop is done.
+        let store = self.store
+        let log = self.log
+        let deadline = configuration.stopDeadline
+        let watchdog = Task {
+            try await Task.sleep(for: deadline)
             log.log("stop.deadline", ["action": "interrupt"])
             store.interrupt()
-            await manager.waitUntilStopped()
         }
+        await manager.waitUntilStopped()
+        watchdog.cancel()
         let stopMs = ParticipantLog.monotonicMillis() - started
         log.log("stopped", ["stopMs": .double((stopMs * 10).rounded() / 10)])
         await noteManagerState()
@@ -349,24 +352,6 @@ public actor Participant {
                     "epoch": .int(held.epoch), "reason": .string(reason.rawValue),
                     "releaseMs": .double((totalMs * 10).rounded() / 10),
                 ])
-        }
-    }
-
-    /// Runs `body`, returning false if it is still running after `deadline` (it keeps running).
-    static func withDeadline(_ deadline: Duration, _ body: @escaping @Sendable () async -> Void) async -> Bool
-    {
-        await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                await body()
-                return true
-            }
-            group.addTask {
-                try? await Task.sleep(for: deadline)
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
         }
     }
 

@@ -72,7 +72,9 @@ extension LifecycleSignal {
     /// Writes the signal only if there is none yet, atomically (a shell's signal written at the
     /// same moment is never overwritten). Returns whether it wrote.
     @discardableResult
-    public static func writeIfAbsent(_ lifecycle: Lifecycle, directory: SharedDirectory, name: String) throws -> Bool {
+    public static func writeIfAbsent(
+        _ lifecycle: Lifecycle, directory: SharedDirectory, name: String
+    ) throws -> Bool {
         try ParticipantName.validate(name)
         try directory.ensureSubdirectory(directory.lifecyclePath)
         let path = directory.lifecyclePath + "/" + name

@@ -136,15 +136,19 @@ extension RecordStorage {
         return last + 1
     }
 
+    /// The given ids, or `count` (default 1) random ids of `type`.
+    func pick(_ db: Database, type: String, ids: [String]?, count: Int?) throws -> [String] {
+        if let ids { return ids }
+        return try String.fetchAll(
+            db, sql: "SELECT id FROM records WHERE type = ? ORDER BY random() LIMIT ?",
+            arguments: [type, count ?? 1])
+    }
+
     /// Modifies records (the given ids, or `count` random ones): merges `fields` and bumps the
     /// time stamps. Returns the ids touched.
     func touch(type: String, ids: [String]?, count: Int?, fields: JSONObject) throws -> [String] {
         try write { db in
-            let targets =
-                try ids
-                ?? String.fetchAll(
-                    db, sql: "SELECT id FROM records WHERE type = ? ORDER BY random() LIMIT ?",
-                    arguments: [type, count ?? 1])
+            let targets = try pick(db, type: type, ids: ids, count: count)
             var touched: [String] = []
             for id in targets {
                 guard try storedFields(db, type: type, id: id) != nil else { continue }
@@ -158,11 +162,7 @@ extension RecordStorage {
     /// Deletes records (the given ids, or `count` random ones). Returns the ids deleted.
     func deleteRecords(type: String, ids: [String]?, count: Int?) throws -> [String] {
         try write { db in
-            let targets =
-                try ids
-                ?? String.fetchAll(
-                    db, sql: "SELECT id FROM records WHERE type = ? ORDER BY random() LIMIT ?",
-                    arguments: [type, count ?? 1])
+            let targets = try pick(db, type: type, ids: ids, count: count)
             var deleted: [String] = []
             for id in targets {
                 try db.execute(sql: "DELETE FROM records WHERE id = ? AND type = ?", arguments: [id, type])

@@ -15,42 +15,34 @@ struct CompositeRoutes: Sendable {
         group.post("composite/sobjects") { request, _ -> Response in
             var request = request
             let (allOrNone, records) = try Self.batch(try await request.jsonObjectBody())
-            return try await data.withFaults(isWrite: true) {
-                .json(
-                    .ok,
-                    try run(allOrNone: allOrNone, count: records.count) { db, index in
-                        let (type, fields) = try Self.typed(records[index])
-                        if fields["id"] != nil || fields["Id"] != nil {
-                            throw SalesforceError(
-                                status: 400, "INVALID_FIELD", "cannot specify Id in an insert call",
-                                fields: ["Id"])
-                        }
-                        return [
-                            "id": .string(try storage.create(db, type: type, fields: fields)),
-                            "success": true, "errors": [],
-                        ]
-                    })
+            return try await reply(allOrNone: allOrNone, count: records.count) { db, index in
+                let (type, fields) = try Self.typed(records[index])
+                if fields["id"] != nil || fields["Id"] != nil {
+                    throw SalesforceError(
+                        status: 400, "INVALID_FIELD", "cannot specify Id in an insert call",
+                        fields: ["Id"])
+                }
+                return [
+                    "id": .string(try storage.create(db, type: type, fields: fields)),
+                    "success": true, "errors": [],
+                ]
             }
         }
         group.patch("composite/sobjects") { request, _ -> Response in
             var request = request
             let (allOrNone, records) = try Self.batch(try await request.jsonObjectBody())
-            return try await data.withFaults(isWrite: true) {
-                .json(
-                    .ok,
-                    try run(allOrNone: allOrNone, count: records.count) { db, index in
-                        var (type, fields) = try Self.typed(records[index])
-                        guard
-                            let id = (fields.removeValue(forKey: "id") ?? fields.removeValue(forKey: "Id"))?
-                                .stringValue
-                        else {
-                            throw SalesforceError(
-                                status: 400, "MISSING_ARGUMENT", "Id not specified in an update call",
-                                fields: ["Id"])
-                        }
-                        try storage.update(db, type: type, id: id, fields: fields)
-                        return ["id": .string(id), "success": true, "errors": []]
-                    })
+            return try await reply(allOrNone: allOrNone, count: records.count) { db, index in
+                var (type, fields) = try Self.typed(records[index])
+                guard
+                    let id = (fields.removeValue(forKey: "id") ?? fields.removeValue(forKey: "Id"))?
+                        .stringValue
+                else {
+                    throw SalesforceError(
+                        status: 400, "MISSING_ARGUMENT", "Id not specified in an update call",
+                        fields: ["Id"])
+                }
+                try storage.update(db, type: type, id: id, fields: fields)
+                return ["id": .string(id), "success": true, "errors": []]
             }
         }
         group.delete("composite/sobjects") { request, _ -> Response in
@@ -60,13 +52,9 @@ struct CompositeRoutes: Sendable {
                     status: 400, "INVALID_FIELD", "ids must list 1 to \(Self.maxRecords) ids")
             }
             let allOrNone = request.uri.queryParameters.get("allOrNone")?.lowercased() == "true"
-            return try await data.withFaults(isWrite: true) {
-                .json(
-                    .ok,
-                    try run(allOrNone: allOrNone, count: ids.count) { db, index in
-                        try storage.delete(db, type: nil, id: ids[index])
-                        return ["id": .string(ids[index]), "success": true, "errors": []]
-                    })
+            return try await reply(allOrNone: allOrNone, count: ids.count) { db, index in
+                try storage.delete(db, type: nil, id: ids[index])
+                return ["id": .string(ids[index]), "success": true, "errors": []]
             }
         }
         group.patch("composite/sobjects/:type/:field") { request, context -> Response in
@@ -74,25 +62,30 @@ struct CompositeRoutes: Sendable {
             let type = try requireType(try context.parameters.require("type"))
             let field = try context.parameters.require("field")
             let (allOrNone, records) = try Self.batch(try await request.jsonObjectBody())
-            return try await data.withFaults(isWrite: true) {
-                .json(
-                    .ok,
-                    try run(allOrNone: allOrNone, count: records.count) { db, index in
-                        let (recordType, fields) = try Self.typed(records[index], default: type)
-                        guard recordType == type else {
-                            throw SalesforceError(
-                                status: 400, "INVALID_TYPE", "record type does not match the URL")
-                        }
-                        guard let value = fields[field], !value.isNull else {
-                            throw SalesforceError(
-                                status: 400, "MISSING_ARGUMENT", "\(field) not specified", fields: [field])
-                        }
-                        let text = value.stringValue ?? value.jsonString
-                        let (id, created) = try storage.upsert(
-                            db, type: type, field: field, value: text, fields: fields)
-                        return ["id": .string(id), "success": true, "errors": [], "created": .bool(created)]
-                    })
+            return try await reply(allOrNone: allOrNone, count: records.count) { db, index in
+                let (recordType, fields) = try Self.typed(records[index], default: type)
+                guard recordType == type else {
+                    throw SalesforceError(
+                        status: 400, "INVALID_TYPE", "record type does not match the URL")
+                }
+                guard let value = fields[field], !value.isNull else {
+                    throw SalesforceError(
+                        status: 400, "MISSING_ARGUMENT", "\(field) not specified", fields: [field])
+                }
+                let text = value.stringValue ?? value.jsonString
+                let (id, created) = try storage.upsert(
+                    db, type: type, field: field, value: text, fields: fields)
+                return ["id": .string(id), "success": true, "errors": [], "created": .bool(created)]
             }
+        }
+    }
+
+    /// The composite response for `count` records, each run by `operation`, with faults applied.
+    func reply(allOrNone: Bool, count: Int, _ operation: (Database, Int) throws -> JSONObject) async throws
+        -> Response
+    {
+        try await data.withFaults(isWrite: true) {
+            .json(.ok, try run(allOrNone: allOrNone, count: count, operation))
         }
     }
 

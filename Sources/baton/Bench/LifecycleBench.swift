@@ -125,7 +125,8 @@ struct LifecycleBench {
             return false
         }
         guard ok, let object = found.withLock({ $0 }) else {
-            throw CLIError(message: "bench: timed out waiting in \(name)'s log (line \(line), \(shared.path))")
+            throw CLIError(
+                message: "bench: timed out waiting in \(name)'s log (line \(line), \(shared.path))")
         }
         return object
     }
