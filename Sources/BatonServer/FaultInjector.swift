@@ -18,6 +18,9 @@ public struct FaultSettings: Sendable, Hashable {
     public var dropAfterCommitNext = 0
     /// Probability of dropping a write's response after it commits.
     public var dropAfterCommitRate = 0.0
+    /// Held after a write commits, before its response goes out, in milliseconds (so a test
+    /// can act — kill the client, say — while the server has committed and the client waits).
+    public var holdAfterCommitMs = 0
     /// Seed of the generator behind the rates.
     public var seed: UInt64 = 1
 
@@ -39,6 +42,7 @@ public struct FaultSettings: Sendable, Hashable {
         dropConnectionRate = min(1, try number("dropConnectionRate") ?? 0)
         dropAfterCommitNext = Int(try number("dropAfterCommitNext") ?? 0)
         dropAfterCommitRate = min(1, try number("dropAfterCommitRate") ?? 0)
+        holdAfterCommitMs = Int(try number("holdAfterCommitMs") ?? 0)
         seed = UInt64(try number("seed") ?? 1)
     }
 
@@ -50,6 +54,7 @@ public struct FaultSettings: Sendable, Hashable {
             "dropConnectionRate": .double(dropConnectionRate),
             "dropAfterCommitNext": .int(Int64(dropAfterCommitNext)),
             "dropAfterCommitRate": .double(dropAfterCommitRate),
+            "holdAfterCommitMs": .int(Int64(holdAfterCommitMs)),
             "seed": .int(Int64(seed)),
         ]
     }
@@ -73,6 +78,8 @@ final class FaultInjector: Sendable {
     }
 
     var latencyMs: Int { state.withLock { $0.settings.latencyMs } }
+
+    var holdAfterCommitMs: Int { state.withLock { $0.settings.holdAfterCommitMs } }
 
     /// Decides the fault for one data request; `isWrite` requests may get `dropAfterCommit`.
     func decide(isWrite: Bool) -> FaultDecision {

@@ -67,7 +67,15 @@ public struct ReferenceServer: Sendable {
     /// Returns once the server has received `count` requests in all (for tests that must act
     /// while a request is in flight).
     public func waitForRequests(_ count: Int) async {
-        await stats.waitForRequests(count)
+        await stats.wait(for: .requests, count)
+    }
+
+    /// Write requests that have committed so far (counted before any held response goes out).
+    public var writesCommitted: Int { stats.writesCommitted }
+
+    /// Returns once `count` write requests have committed in all.
+    public func waitForWritesCommitted(_ count: Int) async {
+        await stats.wait(for: .writesCommitted, count)
     }
 
     /// Serves until the task is cancelled. `onListening` gets the base URL once bound.

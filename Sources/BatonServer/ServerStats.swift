@@ -1,24 +1,44 @@
 import BatonJSON
 import Synchronization
 
-/// Counters the admin API reports: requests served, records served per type, faults injected.
+/// Counters the admin API reports: requests served, records served per type, faults injected,
+/// write requests committed.
 final class ServerStats: Sendable {
     private struct Counts {
         var requests = 0
         var recordsServed: [String: Int] = [:]
         var faults: [String: Int] = [:]
-        var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var writesCommitted = 0
+        var waiters: [(counter: Counter, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+
+        func value(_ counter: Counter) -> Int {
+            switch counter {
+            case .requests: requests
+            case .writesCommitted: writesCommitted
+            }
+        }
+
+        /// Removes and returns the waiters whose count has been reached.
+        mutating func ready() -> [CheckedContinuation<Void, Never>] {
+            let counts = self
+            let ready = waiters.filter { counts.value($0.counter) >= $0.count }.map(\.continuation)
+            waiters.removeAll { counts.value($0.counter) >= $0.count }
+            return ready
+        }
+    }
+
+    /// The counters one can wait on.
+    enum Counter: Sendable {
+        case requests
+        case writesCommitted
     }
 
     private let counts = Mutex(Counts())
 
     func request() {
-        let ready = counts.withLock { counts -> [CheckedContinuation<Void, Never>] in
+        let ready = counts.withLock { counts in
             counts.requests += 1
-            let total = counts.requests
-            let ready = counts.waiters.filter { $0.count <= total }.map(\.continuation)
-            counts.waiters.removeAll { $0.count <= total }
-            return ready
+            return counts.ready()
         }
         for continuation in ready { continuation.resume() }
     }
@@ -26,12 +46,12 @@ final class ServerStats: Sendable {
     /// Requests received so far (counted before handling, so a held request counts).
     var requests: Int { counts.withLock { $0.requests } }
 
-    /// Returns once `count` requests have been received in all.
-    func waitForRequests(_ count: Int) async {
+    /// Returns once `counter` has reached `count`.
+    func wait(for counter: Counter, _ count: Int) async {
         await withCheckedContinuation { continuation in
             let ready = counts.withLock { counts -> Bool in
-                if counts.requests >= count { return true }
-                counts.waiters.append((count, continuation))
+                if counts.value(counter) >= count { return true }
+                counts.waiters.append((counter, count, continuation))
                 return false
             }
             if ready { continuation.resume() }
@@ -42,6 +62,16 @@ final class ServerStats: Sendable {
         counts.withLock { $0.recordsServed[type, default: 0] += count }
     }
 
+    func writeCommitted() {
+        let ready = counts.withLock { counts in
+            counts.writesCommitted += 1
+            return counts.ready()
+        }
+        for continuation in ready { continuation.resume() }
+    }
+
+    var writesCommitted: Int { counts.withLock { $0.writesCommitted } }
+
     func fault(_ kind: String) {
         counts.withLock { $0.faults[kind, default: 0] += 1 }
     }
@@ -51,6 +81,7 @@ final class ServerStats: Sendable {
             counts.requests = 0
             counts.recordsServed = [:]
             counts.faults = [:]
+            counts.writesCommitted = 0
         }
     }
 
@@ -60,6 +91,7 @@ final class ServerStats: Sendable {
                 "requests": .int(Int64(counts.requests)),
                 "recordsServed": .object(counts.recordsServed.mapValues { .int(Int64($0)) }),
                 "faultsInjected": .object(counts.faults.mapValues { .int(Int64($0)) }),
+                "writesCommitted": .int(Int64(counts.writesCommitted)),
             ]
         }
     }

@@ -107,7 +107,7 @@ public final class SharedStore: Sendable {
         }
     }
 
-    /// One IMMEDIATE transaction: check the fence, run the body, bump the change sequence.
+    /// One IMMEDIATE transaction: check the fence, run the body, record the commit.
     static func immediate<T>(_ db: Database, fencedBy epoch: Int64?, _ body: (StoreTransaction) throws -> T)
         throws -> T
     {
@@ -116,7 +116,7 @@ public final class SharedStore: Sendable {
             let transaction = StoreTransaction(db: db)
             try transaction.checkFence(epoch)
             result = try body(transaction)
-            try transaction.bumpChangeSequence()
+            try transaction.recordCommit(fencedBy: epoch)
             return .commit
         }
         return result!

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 /// Read access inside one snapshot of the store. Valid only inside the closure it is given to.
@@ -20,6 +21,9 @@ public class StoreReader {
 /// Write access inside one `IMMEDIATE` transaction; everything done through it commits or rolls
 /// back together. Valid only inside the closure it is given to.
 public final class StoreTransaction: StoreReader {
+    /// When the transaction began (ms since 1970): the time its commit is logged with.
+    public let now = Clock.nowMillis()
+
     func checkFence(_ epoch: Int64?) throws {
         guard let epoch else { return }
         let current = try Int64.fetchOne(db, sql: "SELECT epoch FROM lease WHERE id = 1") ?? 0
@@ -31,15 +35,26 @@ public final class StoreTransaction: StoreReader {
         }
     }
 
-    func bumpChangeSequence() throws {
-        try db.execute(sql: "UPDATE change_sequence SET seq = seq + 1 WHERE id = 1")
+    /// Bumps the change sequence and appends this commit to the commit log (who committed,
+    /// under which epoch), keeping the newest ``CommitRecord/retained`` rows.
+    func recordCommit(fencedBy epoch: Int64?) throws {
+        try cached("UPDATE change_sequence SET seq = seq + 1 WHERE id = 1").execute()
+        let sequence = try changeSequence()
+        try cached(
+            """
+            INSERT INTO commit_log (seq, epoch, fencedEpoch, pid, at)
+            VALUES (?, (SELECT epoch FROM lease WHERE id = 1), ?, ?, ?)
+            """
+        ).execute(arguments: [sequence, epoch, getpid(), now])
+        try cached("DELETE FROM commit_log WHERE seq <= ?").execute(
+            arguments: [sequence - CommitRecord.retained])
     }
 }
 
 extension StoreReader {
     /// The change sequence: bumped by every committed write, never decreasing.
     public func changeSequence() throws -> Int64 {
-        try Int64.fetchOne(db, sql: "SELECT seq FROM change_sequence WHERE id = 1") ?? 0
+        try Int64.fetchOne(try cached("SELECT seq FROM change_sequence WHERE id = 1")) ?? 0
     }
 
     /// The result of `PRAGMA integrity_check`: `"ok"` when the file is sound.

@@ -90,4 +90,53 @@ struct ParticipantTests {
         #expect(history.map(\.name).starts(with: ["ext", "host"]))
         await server.stop()
     }
+
+    @Test(
+        "a writer runs a failed sync again, with a growing delay, until it is done", .timeLimit(.minutes(2)))
+    func retriesFailedSync() async throws {
+        let temp = try TemporaryDirectory()
+        let shared = try SharedDirectory(path: temp.path + "/d")
+        var quiet = Logger(label: "test")
+        quiet.logLevel = .critical
+        let server = try await ReferenceServer.start(.init(token: "t"), logger: quiet)
+        let client = RESTClient(baseURL: server.url, token: "t", retry: .none)
+        try await client.adminSeed(type: "Account", count: 30)
+        try await client.adminSetFaults(["failNext": 3])
+
+        let store = try SharedStore.open(directory: shared, logger: quiet)
+        let manager = SyncManager(
+            store: store, targetFactory: RESTTargetFactory(client: client), logger: quiet)
+        let target = try SoqlSyncDownTarget(
+            client: client, query: "SELECT Id, Name FROM Account", batchSize: 10)
+        let participant = try Participant(
+            configuration: ParticipantConfiguration(
+                name: "host", role: "host",
+                syncs: [.down(name: "accounts", soup: "accounts", target: target, options: SyncOptions())],
+                initialLifecycle: .foreground, retryDelay: .milliseconds(20)),
+            directory: shared, store: store, manager: manager, logger: quiet)
+        let logPath = shared.logsPath + "/host.jsonl"
+        @Sendable func events() -> [JSONObject] {
+            let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").compactMap { try? JSONObject(parsingObject: String($0)) }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await participant.run() }
+            try shared.ensureSubdirectory(shared.logsPath)
+            let done = try await DirectoryWatcher(
+                root: shared.path, subdirectories: ["logs"], reportsModifications: true
+            ).wait(timeout: .seconds(60)) {
+                events().contains { $0["event"] == "sync" && $0["status"] == "done" }
+            }
+            #expect(done)
+            participant.shutdown()
+            try await group.waitForAll()
+        }
+        let log = events()
+        let retries = log.filter { $0["event"] == "sync.retry" }
+        #expect(retries.map { $0["attempt"]?.intValue } == [1, 2, 3])
+        #expect(retries.map { $0["delayMs"]?.doubleValue } == [20, 40, 80])
+        #expect(log.filter { $0["event"] == "sync" && $0["status"] == "failed" }.count == 3)
+        #expect(try store.count(in: "accounts") == 30)
+        await server.stop()
+    }
 }

@@ -73,4 +73,24 @@ struct FaultTests {
             #expect(stats.value(atPath: "faultsInjected.error") == 1)
         }
     }
+
+    @Test("a write held after commit is counted as committed while its client still waits")
+    func holdAfterCommit() async throws {
+        try await withLiveServer { server, client in
+            try await client.adminSetFaults(["holdAfterCommitMs": 10_000])
+            let write = Task {
+                try await client.upsert(type: "Account", field: "Ext__c", value: "k2", fields: ["Name": "n"])
+            }
+            // The record is on the server (and counted) while the response is being held.
+            await server.server.waitForWritesCommitted(1)
+            let watcher = RESTClient(baseURL: server.url, token: server.token)
+            #expect(try await watcher.adminStats().value(atPath: "writesCommitted") == 1)
+            #expect(
+                try await watcher.queryFirstPage("SELECT Id FROM Account WHERE Ext__c = 'k2'").totalSize == 1)
+            write.cancel()
+            _ = try? await write.value
+            let stats = try await watcher.adminStats()
+            #expect(stats.value(atPath: "faultsInjected.holdAfterCommit") == 1)
+        }
+    }
 }

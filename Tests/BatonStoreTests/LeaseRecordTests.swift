@@ -1,4 +1,5 @@
 import BatonStore
+import Foundation
 import Testing
 
 @Suite("Lease table and fencing")
@@ -22,5 +23,24 @@ struct LeaseRecordTests {
         #expect(history.map(\.epoch) == [first, second])
         #expect(history.map(\.releaseKind) == ["taken-over", "released"])
         #expect(history.allSatisfy { $0.released != nil })
+    }
+
+    @Test(
+        "every commit is logged with the current epoch, its fence and the process; a rolled-back one is not")
+    func commitLog() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        try store.registerSoup("s", indexSpecs: [])
+        let epoch = try store.write { try $0.beginLeaseEpoch(name: "host", pid: getpid()) }
+        try store.write(fencedBy: epoch) { try $0.upsert(["a": 1], into: "s") }
+        #expect(throws: StoreError.self) {
+            try store.write(fencedBy: epoch - 1) { try $0.upsert(["a": 2], into: "s") }
+        }
+        let (log, sequence) = try store.read { (try $0.commitLog(), try $0.changeSequence()) }
+        #expect(log.map(\.sequence) == Array(1...sequence))
+        #expect(log.last?.epoch == epoch)
+        #expect(log.last?.fencedEpoch == epoch)
+        #expect(log.allSatisfy { $0.pid == getpid() })
+        #expect(log.first?.epoch == 0)
     }
 }

@@ -1,7 +1,9 @@
 import BatonStore
 
 /// Checks a lease history: epochs strictly increase and intervals never overlap (each holder
-/// released, or was taken over, no later than the next one acquired).
+/// released, or was taken over, no later than the next one acquired). Checks the commit log
+/// against it: every commit came from the holder of the epoch current at the time, never under
+/// a stale epoch.
 public enum LeaseAudit {
     public struct Violation: Sendable, Hashable, CustomStringConvertible {
         public var epoch: Int64
@@ -37,5 +39,74 @@ public enum LeaseAudit {
             }
         }
         return violations
+    }
+
+    /// What the commit log says about who wrote.
+    public struct CommitReport: Sendable, Hashable {
+        /// Commits by a process that was not the lease holder, under a stale epoch, or out of order.
+        public var violations: [Violation] = []
+        /// Commits made while nobody held the lease (epoch 0, or by a process writing without it,
+        /// such as `baton store upsert`); each one is also listed in `violations` when `strict`.
+        public var unleased = 0
+        public var checked = 0
+    }
+
+    /// Checks each commit against the lease history: the committing process held the epoch that
+    /// was current, a fenced commit's epoch is that epoch, and epochs never go back.
+    ///
+    /// - Parameter strict: count commits made outside any lease as violations too (for runs
+    ///   where every writer goes through the lease).
+    public static func checkCommits(_ commits: [CommitRecord], history: [LeaseRecord], strict: Bool)
+        -> CommitReport
+    {
+        let holders = Dictionary(history.map { ($0.epoch, $0) }, uniquingKeysWith: { first, _ in first })
+        var report = CommitReport(checked: commits.count)
+        var highest: Int64 = 0
+        for commit in commits {
+            if commit.epoch < highest {
+                report.violations.append(
+                    Violation(
+                        epoch: commit.epoch,
+                        problem: "commit \(commit.sequence) by pid \(commit.pid) came after epoch \(highest)")
+                )
+            }
+            highest = max(highest, commit.epoch)
+            if let fenced = commit.fencedEpoch, fenced != commit.epoch {
+                report.violations.append(
+                    Violation(
+                        epoch: commit.epoch,
+                        problem:
+                            "commit \(commit.sequence) by pid \(commit.pid) was fenced by stale epoch \(fenced)"
+                    ))
+            }
+            guard let holder = holders[commit.epoch], holder.pid == commit.pid else {
+                report.unleased += 1
+                if strict || commit.fencedEpoch != nil {
+                    let who = holders[commit.epoch].map { "'\($0.name)' (pid \($0.pid))" } ?? "nobody"
+                    report.violations.append(
+                        Violation(
+                            epoch: commit.epoch,
+                            problem:
+                                "commit \(commit.sequence) by pid \(commit.pid) while the lease was held by \(who)"
+                        ))
+                }
+                continue
+            }
+            if commit.at < holder.acquired {
+                report.violations.append(
+                    Violation(
+                        epoch: commit.epoch,
+                        problem: "commit \(commit.sequence) at \(commit.at) before the lease was taken"))
+            }
+            if let released = holder.released, commit.at > released {
+                report.violations.append(
+                    Violation(
+                        epoch: commit.epoch,
+                        problem:
+                            "commit \(commit.sequence) by '\(holder.name)' at \(commit.at), after the lease ended at \(released)"
+                    ))
+            }
+        }
+        return report
     }
 }

@@ -28,11 +28,17 @@ public struct ParticipantConfiguration: Sendable {
     public var initialLifecycle: Lifecycle?
     /// How long a stop may take before the statement in flight is interrupted.
     public var stopDeadline: Duration
+    /// While writer, a configured sync that fails is run again after this delay, doubling on
+    /// each failure in a row up to ``maxRetryDelay``; `nil` never retries.
+    public var retryDelay: Duration?
+    public var maxRetryDelay: Duration
 
     public init(
         name: String, role: String, priority: Int? = nil, syncs: [ConfiguredSync] = [],
         initialLifecycle: Lifecycle? = nil,
-        stopDeadline: Duration = .seconds(5)
+        stopDeadline: Duration = .seconds(5),
+        retryDelay: Duration? = .milliseconds(500),
+        maxRetryDelay: Duration = .seconds(30)
     ) {
         self.name = name
         self.role = role
@@ -40,5 +46,7 @@ public struct ParticipantConfiguration: Sendable {
         self.syncs = syncs
         self.initialLifecycle = initialLifecycle
         self.stopDeadline = stopDeadline
+        self.retryDelay = retryDelay
+        self.maxRetryDelay = maxRetryDelay
     }
 }

@@ -16,6 +16,7 @@ public actor Participant {
         case leaseAcquired(WriterLease.Held)
         case leaseFailed(String)
         case syncUpdate(SyncState)
+        case retry(String)
         case shutdown
     }
 
@@ -35,6 +36,9 @@ public actor Participant {
     var hasRun = false
     /// Clean resync ghosts runs queued behind its sync; this awaits its outcome for the log.
     var ghostCleaning: Task<Void, Never>?
+    /// Failures in a row of each configured sync, and the retries waiting to fire.
+    var failures: [String: Int] = [:]
+    var retries: [String: Task<Void, Never>] = [:]
     nonisolated let events: AsyncStream<Event>
     nonisolated let sink: AsyncStream<Event>.Continuation
 
@@ -111,6 +115,7 @@ public actor Participant {
             acquiring?.cancel()
             await acquiring?.value
             await ghostCleaning?.value
+            cancelRetries()
             group.cancelAll()
         }
         log.log("exited")
@@ -160,6 +165,10 @@ public actor Participant {
             return false
         case .syncUpdate(let state):
             await syncUpdated(state)
+            return false
+        case .retry(let name):
+            retries[name] = nil
+            await retry(name)
             return false
         case .shutdown:
             log.log("shutdown.requested")
@@ -320,6 +329,7 @@ public actor Participant {
 
     func stopAndRelease(_ reason: HandOverStateMachine.ReleaseReason) async {
         let started = ParticipantLog.monotonicMillis()
+        cancelRetries()
         log.log("stop.requested", ["reason": .string(reason.rawValue)])
         await manager.stop()
         await noteManagerState()
@@ -367,7 +377,60 @@ public actor Participant {
         if held != nil, let sequence = try? store.changeSequence() {
             try? AtomicFile.write(Data("\(sequence)\n".utf8), to: directory.changesPath)
         }
+        if let name = state.name, configuration.syncs.contains(where: { $0.name == name }) {
+            switch state.status {
+            case .done: failures[name] = nil
+            case .failed: scheduleRetry(name)
+            default: break
+            }
+        }
         await noteManagerState()
+    }
+
+    // MARK: - Retrying failed syncs
+
+    /// Runs a failed configured sync again after a delay that doubles with each failure in a
+    /// row (a server that is down or failing gets a growing pause, not a stream of requests).
+    func scheduleRetry(_ name: String) {
+        guard held != nil, let base = configuration.retryDelay, retries[name] == nil else { return }
+        let attempt = (failures[name] ?? 0) + 1
+        failures[name] = attempt
+        let delay = min(base * (1 << min(attempt - 1, 16)), configuration.maxRetryDelay)
+        let milliseconds =
+            Double(delay.components.seconds) * 1000 + Double(delay.components.attoseconds) / 1e15
+        log.log(
+            "sync.retry",
+            ["name": .string(name), "attempt": .int(Int64(attempt)), "delayMs": .double(milliseconds)])
+        let sink = self.sink
+        retries[name] = Task {
+            do {
+                try await Task.sleep(for: delay)
+                sink.yield(.retry(name))
+            } catch {
+                // Cancelled: the lease is going away, or the participant is shutting down.
+            }
+        }
+    }
+
+    func retry(_ name: String) async {
+        guard machine.phase == .writer, held != nil,
+            let sync = configuration.syncs.first(where: { $0.name == name })
+        else { return }
+        do {
+            try await runConfigured(sync)
+            if case .down(let name, _, _, _, true) = sync,
+                let state = try await manager.getSyncStatus(name: name)
+            {
+                queueGhostCleaning(syncId: state.id, name: name)
+            }
+        } catch {
+            log.log("writer.error", ["error": .string(String(describing: error))])
+        }
+    }
+
+    func cancelRetries() {
+        for task in retries.values { task.cancel() }
+        retries = [:]
     }
 
     /// Logs and publishes the manager's state when it changed.

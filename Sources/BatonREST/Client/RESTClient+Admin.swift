@@ -67,7 +67,8 @@ extension RESTClient {
     }
 
     /// Sets faults: `latencyMs`, `errorRate`, `failNext`, `dropConnectionNext`,
-    /// `dropConnectionRate`, `dropAfterCommitNext`, `dropAfterCommitRate`, `seed`.
+    /// `dropConnectionRate`, `dropAfterCommitNext`, `dropAfterCommitRate`, `holdAfterCommitMs`,
+    /// `seed`.
     public func adminSetFaults(_ faults: JSONObject) async throws {
         _ = try await send(.POST, "/admin/faults", body: .object(faults), idempotent: true)
     }

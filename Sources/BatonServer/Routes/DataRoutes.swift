@@ -142,13 +142,16 @@ struct DataRoutes: Sendable {
         return 2000
     }
 
-    /// Applies the configured latency and faults around one data request.
+    /// Applies the configured latency and faults around one data request; counts the writes
+    /// that committed and holds their responses when asked to.
     func withFaults(isWrite: Bool, _ body: () async throws -> Response) async throws -> Response {
         let latency = faults.latencyMs
         if latency > 0 { try await Task.sleep(for: .milliseconds(latency)) }
         switch faults.decide(isWrite: isWrite) {
         case .none:
-            return try await body()
+            let response = try await body()
+            if isWrite { try await committed() }
+            return response
         case .fail:
             stats.fault("error")
             throw SalesforceError(
@@ -159,7 +162,18 @@ struct DataRoutes: Sendable {
         case .dropAfterCommit:
             stats.fault("dropAfterCommit")
             _ = try await body()
+            try await committed()
             return .dropped(after: "")
+        }
+    }
+
+    /// After a write's body ran (it committed, or it failed with a record-level error).
+    private func committed() async throws {
+        stats.writeCommitted()
+        let hold = faults.holdAfterCommitMs
+        if hold > 0 {
+            stats.fault("holdAfterCommit")
+            try await Task.sleep(for: .milliseconds(hold))
         }
     }
 }

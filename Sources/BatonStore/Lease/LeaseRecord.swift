@@ -60,7 +60,8 @@ extension StoreTransaction {
     }
 
     /// Closes the history row of `epoch`. Call before unlocking the lease.
-    public func endLeaseEpoch(_ epoch: Int64, now: Int64 = Clock.nowMillis()) throws {
+    public func endLeaseEpoch(_ epoch: Int64, now: Int64? = nil) throws {
+        let now = now ?? self.now
         try db.execute(
             sql:
                 "UPDATE lease_history SET released = ?, releaseKind = 'released' WHERE epoch = ? AND released IS NULL",

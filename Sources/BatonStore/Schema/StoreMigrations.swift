@@ -50,6 +50,20 @@ enum StoreMigrations {
                     INSERT INTO change_sequence (id, seq) VALUES (1, 0);
                     """)
         }
+        // The commit log: one row per committed write transaction (the newest 10,000), so an
+        // audit can prove every commit came from the lease holder of its time.
+        migrator.registerMigration("v2-commit-log") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE commit_log (
+                        seq INTEGER PRIMARY KEY,
+                        epoch INTEGER NOT NULL,
+                        fencedEpoch INTEGER,
+                        pid INTEGER NOT NULL,
+                        at INTEGER NOT NULL
+                    );
+                    """)
+        }
         return migrator
     }
 }

@@ -38,21 +38,37 @@ struct LeaseCommand: ParsableCommand {
 
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Exit 0 only if lease intervals never overlap and epochs strictly increase.")
+            abstract:
+                "Exit 0 only if lease intervals never overlap, epochs strictly increase and every logged commit came from the lease holder of its time.",
+            discussion: """
+                The store logs its newest 10,000 commits with the committing process and the epoch \
+                current at the time. A commit by a process that did not hold that epoch, a commit \
+                fenced by a stale epoch, or one made after its holder released the lease fails the \
+                check. Commits made outside any lease (for instance by `baton store upsert`) are \
+                counted, and fail the check only with --strict.
+                """)
 
         @OptionGroup var directory: DirectoryOptions
+        @Flag(help: "Also fail on commits made outside any lease.") var strict = false
 
         func run() throws {
-            let history = try directory.openStore(create: false).read { try $0.leaseHistory() }
+            let (history, commits) = try directory.openStore(create: false).read {
+                (try $0.leaseHistory(), try $0.commitLog())
+            }
             let violations = LeaseAudit.check(history)
-            guard violations.isEmpty else {
-                for violation in violations { CLIOutput.warn(violation.description) }
+            let report = LeaseAudit.checkCommits(commits, history: history, strict: strict)
+            let all = violations + report.violations
+            guard all.isEmpty else {
+                for violation in all { CLIOutput.warn(violation.description) }
                 throw CLIError(
                     message:
-                        "lease check failed: \(violations.count) violation(s) in \(history.count) intervals")
+                        "lease check failed: \(all.count) violation(s) in \(history.count) intervals and \(commits.count) commits"
+                )
             }
+            let unleased = report.unleased == 0 ? "" : " (\(report.unleased) made outside any lease)"
             CLIOutput.line(
-                "lease check passed: \(history.count) intervals, epochs strictly increasing, no overlaps")
+                "lease check passed: \(history.count) intervals, epochs strictly increasing, no overlaps; \(commits.count) commits by the holder of their epoch\(unleased)"
+            )
         }
     }
 }

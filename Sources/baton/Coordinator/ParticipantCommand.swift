@@ -45,6 +45,24 @@ struct ParticipantCommand: AsyncParsableCommand {
     @Option(help: "foreground or background: the state to start in when D/lifecycle/NAME does not exist.")
     var lifecycle: String?
     @Option(
+        name: .customLong("down-merge-mode"),
+        help:
+            "How sync downs treat locally modified records: overwrite (Mobile Sync's default) or leave-if-changed (keep them until they are synced up)."
+    )
+    var downMergeMode: MergeModeArgument = .overwrite
+    @Option(
+        name: .customLong("up-merge-mode"),
+        help:
+            "How sync ups treat records changed on the server since they were fetched: overwrite or leave-if-changed (skip them)."
+    )
+    var upMergeMode: MergeModeArgument = .overwrite
+    @Option(
+        name: .customLong("retry-delay"),
+        help:
+            "Seconds before a failed sync runs again while writer, doubling on each failure in a row (up to 30); 0 never retries."
+    )
+    var retryDelay: Double = 0.5
+    @Option(
         name: .customLong("stop-deadline"),
         help: "Seconds a stop may take before the SQLite statement in flight is interrupted.")
     var stopDeadline: Double = 5
@@ -60,6 +78,9 @@ struct ParticipantCommand: AsyncParsableCommand {
             throw ValidationError("--batch-size must be between 1 and 2000")
         }
         guard stopDeadline > 0 else { throw ValidationError("--stop-deadline must be positive") }
+        guard retryDelay >= 0, retryDelay <= 3600 else {
+            throw ValidationError("--retry-delay must be between 0 and 3600 seconds")
+        }
         guard token ?? ProcessInfo.processInfo.environment["BATON_TOKEN"] != nil else {
             throw ValidationError("give the server's token with --token or BATON_TOKEN")
         }
@@ -78,7 +99,8 @@ struct ParticipantCommand: AsyncParsableCommand {
             configuration: ParticipantConfiguration(
                 name: name, role: role, priority: priority, syncs: syncs,
                 initialLifecycle: lifecycle.flatMap(Lifecycle.init(rawValue:)),
-                stopDeadline: .milliseconds(Int(stopDeadline * 1000))),
+                stopDeadline: .milliseconds(Int(stopDeadline * 1000)),
+                retryDelay: retryDelay > 0 ? .milliseconds(Int(retryDelay * 1000)) : nil),
             directory: store.directory, store: store, manager: manager, logger: logger)
         let signals = ShutdownSignals { participant.shutdown() }
         CLIOutput.line("participant \(name) (\(role), pid \(getpid())) running in \(store.directory.path)")
@@ -98,7 +120,8 @@ struct ParticipantCommand: AsyncParsableCommand {
             soupTypes[parts[1]] = target.fetchQuery.object
             syncs.append(
                 .down(
-                    name: parts[0], soup: parts[1], target: target, options: SyncOptions(),
+                    name: parts[0], soup: parts[1], target: target,
+                    options: SyncOptions(mergeMode: downMergeMode.mode),
                     cleanGhosts: cleanGhosts.contains(parts[0])))
         }
         for spec in syncUps {
@@ -109,9 +132,25 @@ struct ParticipantCommand: AsyncParsableCommand {
                 )
             }
             let target = try RESTSyncUpTarget(client: client, objectType: type)
-            syncs.append(.up(name: parts[0], soup: parts[1], target: target, options: SyncOptions()))
+            syncs.append(
+                .up(
+                    name: parts[0], soup: parts[1], target: target,
+                    options: SyncOptions(mergeMode: upMergeMode.mode)))
         }
         return syncs
+    }
+}
+
+/// `overwrite` or `leave-if-changed` on the command line.
+enum MergeModeArgument: String, ExpressibleByArgument, CaseIterable {
+    case overwrite
+    case leaveIfChanged = "leave-if-changed"
+
+    var mode: MergeMode {
+        switch self {
+        case .overwrite: .overwrite
+        case .leaveIfChanged: .leaveIfChanged
+        }
     }
 }
 
