@@ -111,13 +111,13 @@ final class FaultInjector: Sendable {
     }
 }
 
-/// A small seeded generator, so fault runs repeat.
-struct SplitMix64: RandomNumberGenerator, Sendable {
+/// A small seeded generator, so fault runs (and chaos runs) repeat.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
     var state: UInt64
 
-    init(seed: UInt64) { state = seed }
+    public init(seed: UInt64) { state = seed }
 
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -125,5 +125,6 @@ struct SplitMix64: RandomNumberGenerator, Sendable {
         return z ^ (z >> 31)
     }
 
-    mutating func nextUnit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+    /// A double in [0, 1).
+    public mutating func nextUnit() -> Double { Double(next() >> 11) / Double(1 << 53) }
 }

@@ -73,6 +73,14 @@ public struct ReferenceServer: Sendable {
     /// Write requests that have committed so far (counted before any held response goes out).
     public var writesCommitted: Int { stats.writesCommitted }
 
+    /// Faults injected so far, of every kind.
+    public var faultsInjected: Int { stats.faultsInjected }
+
+    /// Returns once `count` faults have been injected in all.
+    public func waitForFaultsInjected(_ count: Int) async {
+        await stats.wait(for: .faultsInjected, count)
+    }
+
     /// Returns once `count` write requests have committed in all.
     public func waitForWritesCommitted(_ count: Int) async {
         await stats.wait(for: .writesCommitted, count)

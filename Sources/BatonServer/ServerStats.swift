@@ -15,6 +15,7 @@ final class ServerStats: Sendable {
             switch counter {
             case .requests: requests
             case .writesCommitted: writesCommitted
+            case .faultsInjected: faults.values.reduce(0, +)
             }
         }
 
@@ -31,6 +32,7 @@ final class ServerStats: Sendable {
     enum Counter: Sendable {
         case requests
         case writesCommitted
+        case faultsInjected
     }
 
     private let counts = Mutex(Counts())
@@ -73,8 +75,14 @@ final class ServerStats: Sendable {
     var writesCommitted: Int { counts.withLock { $0.writesCommitted } }
 
     func fault(_ kind: String) {
-        counts.withLock { $0.faults[kind, default: 0] += 1 }
+        let ready = counts.withLock { counts in
+            counts.faults[kind, default: 0] += 1
+            return counts.ready()
+        }
+        for continuation in ready { continuation.resume() }
     }
+
+    var faultsInjected: Int { counts.withLock { $0.value(.faultsInjected) } }
 
     func reset() {
         counts.withLock { counts in

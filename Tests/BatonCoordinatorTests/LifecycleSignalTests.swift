@@ -138,3 +138,31 @@ struct DirectoryWatcherTests {
         #expect(sawRecreatedWrite)
     }
 }
+
+@Suite("Participant status files")
+struct ParticipantStatusFileTests {
+    @Test("symlinked, oversize and junk status files are skipped; a real one is read")
+    func hostileStatusFiles() throws {
+        let temp = try TemporaryDirectory()
+        let shared = try SharedDirectory(path: temp.path + "/d")
+        try shared.ensureSubdirectory(shared.participantsPath)
+        let real = ParticipantStatus(
+            role: "host", name: "host", priority: 100, pid: getpid(), lifecycle: .foreground, phase: "writer",
+            epoch: 3, managerState: "accepting_syncs", updated: 1)
+        try real.publish(in: shared)
+        // A planted status elsewhere, linked in: never followed.
+        let planted = temp.path + "/planted.json"
+        try FileManager.default.copyItem(atPath: shared.participantsPath + "/host.json", toPath: planted)
+        try FileManager.default.createSymbolicLink(
+            atPath: shared.participantsPath + "/linked.json", withDestinationPath: planted)
+        var big = try String(contentsOfFile: planted, encoding: .utf8)
+        big += String(repeating: " ", count: 70 * 1024)
+        try big.write(toFile: shared.participantsPath + "/big.json", atomically: false, encoding: .utf8)
+        try Data("{not json".utf8).write(to: URL(fileURLWithPath: shared.participantsPath + "/junk.json"))
+        try Data([0xFF, 0x00, 0xFE]).write(to: URL(fileURLWithPath: shared.participantsPath + "/binary.json"))
+
+        let read = ParticipantStatus.readAll(in: shared)
+        #expect(read.map(\.name) == ["host"])
+        #expect(read.first?.epoch == 3)
+    }
+}

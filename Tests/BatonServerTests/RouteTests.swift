@@ -75,6 +75,30 @@ struct RouteTests {
         }
     }
 
+    @Test("queries nested or longer than the limits are refused with a Salesforce-shaped error")
+    func queryLimits() async throws {
+        try await withLiveServer { _, client in
+            let deep =
+                "SELECT Id FROM Account WHERE " + String(repeating: "(", count: 40) + "Name = 'a'"
+                + String(repeating: ")", count: 40)
+            await #expect {
+                try await client.queryFirstPage(deep)
+            } throws: { error in
+                let error = error as? RESTError
+                return error?.status == 400 && error?.errorCode == "MALFORMED_QUERY"
+                    && error?.message.contains("nested deeper than 32") == true
+            }
+            let long = "SELECT Id FROM Account WHERE Name = '" + String(repeating: "a", count: 100_001) + "'"
+            await #expect {
+                try await client.queryFirstPage(long)
+            } throws: { error in
+                let error = error as? RESTError
+                return error?.status == 400 && error?.errorCode == "MALFORMED_QUERY"
+                    && error?.message.contains("longer than 100000 characters") == true
+            }
+        }
+    }
+
     @Test("requests without the token are refused with INVALID_SESSION_ID")
     func auth() async throws {
         try await withLiveServer { server, _ in

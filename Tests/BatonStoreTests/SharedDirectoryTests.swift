@@ -30,6 +30,26 @@ struct SharedDirectoryTests {
         }
     }
 
+    @Test("a directory owned by another user is refused with a message that says so")
+    func refusesForeignOwner() throws {
+        let temp = try TemporaryDirectory()
+        var path = temp.path + "/theirs"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        if geteuid() == 0 {
+            // As root, hand the directory to "nobody"; otherwise any root-owned directory will do.
+            #expect(chown(path, 65534, 65534) == 0)
+        } else {
+            path = "/usr"
+        }
+        #expect {
+            try SharedDirectory(path: path)
+        } throws: { error in
+            guard let error = error as? StoreError else { return false }
+            return error.code == .unsafeDirectory && error.message.contains("not by you")
+                && error.message.contains("use a directory you own")
+        }
+    }
+
     @Test("a regular file is refused as a directory")
     func refusesFile() throws {
         let temp = try TemporaryDirectory()

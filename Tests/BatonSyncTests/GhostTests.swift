@@ -73,4 +73,28 @@ struct GhostTests {
             }
         }
     }
+
+    @Test("a reSync while the sync's ghost cleaning runs is queued behind it, not refused")
+    func reSyncBehindGhostCleaning() async throws {
+        try await withSyncFixture { f in
+            try await f.client.adminSeed(type: "Account", count: 6)
+            let sync = try await f.manager.syncDown(
+                target: try f.soqlTarget(), soupName: "accounts", name: "acc")
+            _ = await f.manager.waitForSync(id: sync.id)
+            try await f.client.adminSetFaults(["latencyMs": 300])
+            let held = f.server.server.requestCount + 1
+            let manager = f.manager
+            let cleaning = Task { try await manager.cleanResyncGhosts(id: sync.id) }
+            await f.server.server.waitForRequests(held)
+            // The ghost cleaning's id fetch is in flight: a reSync waits for it, then runs.
+            let queued = try await f.manager.reSync(id: sync.id)
+            #expect(queued.status == .running)
+            await #expect { try await f.manager.reSync(id: sync.id) } throws: {
+                ($0 as? SyncError)?.code == .alreadyRunning
+            }
+            #expect(try await cleaning.value == 0)
+            let done = await f.manager.waitForSync(id: sync.id)
+            #expect(done?.status == .done)
+        }
+    }
 }

@@ -189,4 +189,41 @@ struct SyncUpTests {
             #expect(server["Secret__c"] == nil)
         }
     }
+
+    @Test(
+        "a create the server committed, fetched by a sync down before its answer, stays one entry",
+        arguments: [false, true])
+    func createFetchedBeforeAcknowledged(editedMeanwhile: Bool) async throws {
+        try await withSyncFixture { f in
+            try f.store.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
+            let created = try f.store.upsert(
+                LocalFlags.markCreated(["Name": "new", "BatonExternalId__c": "ext-1"]), into: "accounts")
+            // The first attempt committed on the server, but its answer never came back.
+            _ = try await f.client.upsert(
+                type: "Account", field: "BatonExternalId__c", value: "ext-1", fields: ["Name": "new"])
+            let fetched = try #require(try await fetchDown(f).values.first)
+            #expect(fetched.entryId != created.entryId)
+            if editedMeanwhile {
+                try await mark(f, fetched) {
+                    var r = $0; r["Name"] = "edited after the fetch"; return LocalFlags.markUpdated(r)
+                }
+            }
+
+            #expect(try await runUp(f).status == .done)
+            var entries = try f.store.query(.all, in: "accounts")
+            #expect(entries.map(\.entryId) == [created.entryId])
+            let serverId = try #require(try await f.client.adminRecords(type: "Account").first?["Id"])
+            #expect(entries.first?.record["Id"] == serverId)
+            #expect(entries.first.map { LocalFlags.isDirty($0.record) } == editedMeanwhile)
+
+            #expect(try await runUp(f).status == .done)
+            entries = try f.store.query(.all, in: "accounts")
+            #expect(entries.count == 1)
+            #expect(entries.allSatisfy { !LocalFlags.isDirty($0.record) })
+            let server = try await f.client.adminRecords(type: "Account")
+            #expect(server.count == 1)
+            #expect(
+                server.first?["Name"]?.stringValue == (editedMeanwhile ? "edited after the fetch" : "new"))
+        }
+    }
 }

@@ -125,7 +125,7 @@ extension SyncManager {
 
     /// `new`/`stopped`/`failed`/`done` → `running`, persisted, then queued.
     func submit(_ state: SyncState, onUpdate: SyncUpdateBlock?) async throws -> SyncState {
-        guard state.status != .running, !isQueuedOrRunning(state.id) else {
+        guard state.status != .running, !isRunQueuedOrRunning(state.id) else {
             throw SyncError(.alreadyRunning, "sync \(state.name ?? String(state.id)) is already running")
         }
         let inclusive = state.status == .stopped || state.status == .failed

@@ -153,9 +153,9 @@ extension SyncManager {
                 }
                 switch outcome {
                 case .created(let serverId):
-                    record[idField] = .string(serverId)
-                    try transaction.upsert(
-                        LocalFlags.clean(record, syncId: nil), into: soup, entryId: entryId)
+                    try Self.acknowledgeCreate(
+                        record, entryId: entryId, serverId: serverId, idField: idField, extField: extField,
+                        soup: soup, in: transaction)
                 case .updated:
                     try transaction.upsert(
                         LocalFlags.clean(record, syncId: nil), into: soup, entryId: entryId)
@@ -174,6 +174,31 @@ extension SyncManager {
                 }
             }
         }
+    }
+
+    /// Gives a created record its server id. A sync down that ran after the server committed
+    /// the create and before this answer (a writer killed or a response lost in between) may
+    /// have saved the same server record as a second entry: that copy is merged away. If it was
+    /// edited locally since, its edit is kept (it is the newer one, and still to be sent up);
+    /// otherwise the created entry, now clean, stands alone.
+    static func acknowledgeCreate(
+        _ record: JSONObject, entryId: Int64, serverId: String, idField: String, extField: String,
+        soup: String, in transaction: StoreTransaction
+    ) throws {
+        let copies = try transaction.query(
+            SoupQuery(where: [.exact(idField, .string(serverId))]), in: soup
+        ).filter { $0.entryId != entryId }
+        var acknowledged = record
+        acknowledged[idField] = .string(serverId)
+        acknowledged = LocalFlags.clean(acknowledged, syncId: nil)
+        if let edited = copies.filter({ LocalFlags.isDirty($0.record) }).max(by: {
+            $0.lastModified < $1.lastModified
+        }) {
+            acknowledged = edited.record
+            if acknowledged[extField] == nil { acknowledged[extField] = record[extField] }
+        }
+        try transaction.upsert(acknowledged, into: soup, entryId: entryId)
+        try transaction.delete(entryIds: copies.map(\.entryId), from: soup)
     }
 
     /// The fields to send: no local flags, no server-managed fields, only `fieldlist` if given.

@@ -216,6 +216,16 @@ public actor SyncManager {
         current?.job.syncId == id || queue.contains { $0.syncId == id }
     }
 
+    /// Whether a run of the sync (not a clean resync ghosts of it) is queued or running: a
+    /// reSync may queue behind the sync's ghost cleaning, never beside another run.
+    func isRunQueuedOrRunning(_ id: Int64) -> Bool {
+        func isRun(_ job: Job) -> Bool {
+            guard job.syncId == id, case .run = job.kind else { return false }
+            return true
+        }
+        return current.map { isRun($0.job) } == true || queue.contains(where: isRun)
+    }
+
     func resumeSyncWaiters(_ id: Int64, _ state: SyncState?) {
         guard !isQueuedOrRunning(id) else { return }
         let waiters = syncWaiters.removeValue(forKey: id) ?? []

@@ -1,0 +1,291 @@
+import BatonCoordinator
+import BatonREST
+import BatonServer
+import BatonStore
+import Foundation
+
+extension ChaosRun {
+    /// One round: maybe local edits, server-side changes for the reSync to fetch, a hand-over
+    /// to a new writer, and the round's fault at its moment.
+    func play(round: Int, fault: ChaosFault) async throws {
+        faults[fault, default: 0] += 1
+        if fault.needsLocalEdits || random.chance(0.25) { try await editLocally(round: round) }
+        try await client.adminTouch(
+            type: "Account", count: random.int(10...40), fields: ["Rating__c": .string("r\(round)")])
+        let marks = Dictionary(uniqueKeysWithValues: members.map { ($0.name, $0.log.count) })
+
+        // Faults that act on the hand-over's first requests are set before it.
+        let server = self.server!.server
+        let faultsBefore = server.faultsInjected
+        var expectedFaults = 0
+        switch fault {
+        case .killMidPage:
+            try await client.adminSetFaults(["latencyMs": 150])
+        case .killBetweenPages, .stopAndContinue, .serverEdits, .serverRestart:
+            try await client.adminSetFaults(["latencyMs": 40])
+        case .killAfterServerCommit:
+            try await client.adminSetFaults(["latencyMs": 5, "holdAfterCommitMs": 3000])
+        case .serverError:
+            // Up to 10 in a row: more than the client's 4 attempts, so some syncs fail and the
+            // participant's own retry takes over.
+            expectedFaults = random.int(1...10)
+            try await client.adminSetFaults(["latencyMs": 5, "failNext": .int(Int64(expectedFaults))])
+        case .serverLatency:
+            try await client.adminSetFaults(["latencyMs": .int(Int64(random.int(50...300)))])
+        case .droppedConnection:
+            expectedFaults = random.int(1...6)
+            try await client.adminSetFaults([
+                "latencyMs": 5, "dropConnectionNext": .int(Int64(expectedFaults)),
+            ])
+        case .droppedAfterCommit:
+            expectedFaults = 1
+            try await client.adminSetFaults(["latencyMs": 5, "dropAfterCommitNext": 1])
+        case .junkSignals:
+            break
+        }
+        let writesBefore = server.writesCommitted
+        let requestsBefore = server.requestCount
+
+        try handOver()
+
+        switch fault {
+        case .killMidPage:
+            let victim = try await untilSyncRuns(round: round, after: marks, progressed: false)
+            try await Task.sleep(for: .milliseconds(random.int(0...100)))  // a random point in the request
+            try killAndRestart(victim)
+        case .killBetweenPages:
+            let victim = try await untilSyncRuns(round: round, after: marks, progressed: true)
+            try killAndRestart(victim)
+        case .killAfterServerCommit:
+            let committed = await finishes(within: .seconds(60)) {
+                await server.waitForWritesCommitted(writesBefore + 1)
+            }
+            guard committed else {
+                throw ChaosViolation(
+                    round: round, invariant: "liveness",
+                    detail: "the local edits were never sent up; \(diagnosis())")
+            }
+            // The server has committed the batch and holds its answer: the writer dies waiting.
+            guard let victim = currentWriter ?? expectedWriter else { return }
+            try killAndRestart(victim)
+        case .stopAndContinue:
+            let victim = try await untilSyncRuns(round: round, after: marks, progressed: false)
+            kill(victim.pid, SIGSTOP)
+            if random.chance(0.5), let other = members.filter({ $0 !== victim }).randomElement(using: &random)
+            {
+                // Ask for a hand-over the stopped writer can only act on once it runs again.
+                try arrange(foreground: [other])
+            }
+            try await Task.sleep(for: .milliseconds(random.int(200...1500)))  // how long it stays stopped
+            kill(victim.pid, SIGCONT)
+        case .serverError, .droppedConnection, .droppedAfterCommit:
+            let target = faultsBefore + expectedFaults
+            let fired = await finishes(within: .seconds(60)) { await server.waitForFaultsInjected(target) }
+            guard fired else {
+                throw ChaosViolation(
+                    round: round, invariant: "liveness",
+                    detail:
+                        "the \(fault.rawValue) fault never fired: no request reached the server; \(diagnosis())"
+                )
+            }
+        case .serverLatency:
+            _ = await finishes(within: .seconds(60)) { await server.waitForRequests(requestsBefore + 3) }
+        case .serverRestart:
+            _ = try await untilSyncRuns(round: round, after: marks, progressed: false)
+            try await restartServer(downFor: .milliseconds(random.int(100...1500)))
+        case .junkSignals:
+            try await junkBurst()
+        case .serverEdits:
+            _ = try await untilSyncRuns(round: round, after: marks, progressed: false)
+            try await client.adminTouch(
+                type: "Account", count: random.int(5...30), fields: ["Rating__c": .string("mid\(round)")])
+            let deletable = try await client.adminRecords(type: "Account").compactMap { record -> String? in
+                guard record["Name"]?.stringValue?.hasPrefix("chaos-") != true else { return nil }
+                return record["Id"]?.stringValue
+            }
+            let doomed = Array(deletable.shuffled(using: &random).prefix(random.int(1...5)))
+            try await client.adminDelete(type: "Account", ids: doomed)
+        }
+    }
+
+    /// Picks a new writer (never the current one) and sometimes a lower-priority member that
+    /// waits behind it, and signals them.
+    func handOver() throws {
+        let previous = currentWriter ?? expectedWriter
+        let next = members.filter { $0 !== previous }.randomElement(using: &random)!
+        var foreground = [next]
+        let lower = members.filter { $0.priority < next.priority }
+        if random.chance(0.5), let waiting = lower.randomElement(using: &random) {
+            foreground.append(waiting)
+        }
+        try arrange(foreground: foreground)
+        handOvers += 1
+    }
+
+    /// Waits until some member logged its sync down running since `marks` (with a page saved
+    /// when `progressed`); returns that member.
+    func untilSyncRuns(round: Int, after marks: [String: Int], progressed: Bool) async throws -> Member {
+        let members = self.members
+        try await until(round: round, "a sync down to run") {
+            members.contains { Self.runningSync(in: $0, after: marks[$0.name] ?? 0, progressed: progressed) }
+        }
+        guard
+            let member = members.first(where: {
+                Self.runningSync(in: $0, after: marks[$0.name] ?? 0, progressed: progressed)
+            })
+        else { throw ChaosViolation(round: round, invariant: "liveness", detail: "no sync down ran") }
+        return member
+    }
+
+    static func runningSync(in member: Member, after mark: Int, progressed: Bool) -> Bool {
+        member.log.events().dropFirst(mark).contains { event in
+            event.event == "sync" && event["name"]?.stringValue == "accounts"
+                && event["status"]?.stringValue == "running"
+                && (!progressed || (event["progress"]?.intValue ?? 0) > 0)
+        }
+    }
+
+    /// SIGKILL, then start the participant again under the same name (an app relaunch).
+    func killAndRestart(_ member: Member) throws {
+        guard let process = member.process, process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        kills += 1
+        try start(member)
+    }
+
+    /// Everything back to normal: faults off, nobody stopped, the server up.
+    func recover() async throws {
+        for member in members where member.process?.isRunning == true { kill(member.pid, SIGCONT) }
+        if server == nil { try await startServer() }
+        try await client.adminClearFaults()
+        try await client.adminSetFaults(["latencyMs": 5])
+    }
+
+    /// Local edits and creates, made under the run's own lease while nobody else writes.
+    func editLocally(round: Int) async throws {
+        guard let store else { return }
+        try arrange(foreground: [])
+        try await untilNobodyWrites(round: round)
+        try await WriterLease(directory: shared, store: store, name: "chaos").withLease { epoch in
+            try await edit(round: round, store: store, epoch: epoch)
+        }
+    }
+
+    func edit(round: Int, store: SharedStore, epoch: Int64) async throws {
+        let onServer = Set(
+            try await client.adminRecords(type: "Account").compactMap { $0["Id"]?.stringValue })
+        let entries = try await store.read { try $0.query(.all, in: "accounts") }
+        let candidates = entries.filter { entry in
+            entry.record["Id"]?.stringValue.map(onServer.contains) == true
+        }
+        var updates: [(Int64, JSONObject)] = []
+        for (index, entry) in candidates.shuffled(using: &random).prefix(random.int(1...4)).enumerated() {
+            var record = entry.record
+            record["Name"] = .string("chaos-r\(round)-e\(editCount + index)")
+            updates.append((entry.entryId, LocalFlags.markUpdated(record)))
+        }
+        let creates = (0..<random.int(0...3)).map { index -> JSONObject in
+            let token = "chaos-r\(round)-c\(createCount + index)"
+            // The run names the external id itself, to recognise the server's record later.
+            return LocalFlags.markCreated([
+                "Name": .string(token), "Number__c": .int(Int64(round * 10 + index)),
+                "BatonExternalId__c": .string("ext-" + token),
+            ])
+        }
+        let toUpdate = updates
+        let written = try await store.write(fencedBy: epoch) { transaction -> [LocalEdit] in
+            var written: [LocalEdit] = []
+            for (entryId, record) in toUpdate {
+                try transaction.upsert(record, into: "accounts", entryId: entryId)
+                written.append(
+                    LocalEdit(
+                        token: record["Name"]?.stringValue ?? "", entryId: entryId,
+                        serverId: record["Id"]?.stringValue))
+            }
+            for record in creates {
+                let entry = try transaction.upsert(record, into: "accounts")
+                written.append(
+                    LocalEdit(
+                        token: record["Name"]?.stringValue ?? "", entryId: entry.entryId,
+                        externalId: record["BatonExternalId__c"]?.stringValue))
+            }
+            return written
+        }
+        edits += written
+        editCount += updates.count
+        createCount += creates.count
+    }
+
+    /// Plants the `--sabotage` bug, if any, so the checks that follow must catch it.
+    func sabotageAfterFirstRound() async throws {
+        guard let store, let sabotage = options.sabotage else { return }
+        switch sabotage {
+        case .unleasedWrite:
+            try await store.write { transaction in
+                _ = try transaction.upsert(["Name": "written without the lease"], into: "accounts")
+            }
+        case .lostEdit:
+            try await editLocally(round: 1)
+            let lost = edits.map(\.entryId)
+            try await WriterLease(directory: shared, store: store, name: "chaos").withLease { epoch in
+                try await store.write(fencedBy: epoch) { transaction in
+                    for entryId in lost {
+                        guard let entry = try transaction.entry(entryId, in: "accounts"),
+                            entry.record["Id"] != nil
+                        else { continue }
+                        try transaction.upsert(
+                            LocalFlags.clean(entry.record, syncId: nil), into: "accounts", entryId: entryId)
+                    }
+                }
+            }
+            try arrange(foreground: [members[0]])
+        case .serverDrift:
+            break
+        }
+    }
+
+    /// A burst of bad and rapid lifecycle signals, then the intended ones again.
+    func junkBurst() async throws {
+        let lifecycle = shared.lifecyclePath
+        let names = members.map(\.name) + ["ghost", "no such participant", ".hidden"]
+        let intended = members.filter { $0.lifecycle == .foreground }
+        for _ in 0..<random.int(20...60) {
+            let name = names.randomElement(using: &random)!
+            let path = lifecycle + "/" + name
+            switch random.int(0...6) {
+            case 0:
+                try? Data("sideways\n".utf8).write(to: URL(fileURLWithPath: path))
+            case 1:
+                try? Data(repeating: UInt8(ascii: "f"), count: 1 << 20).write(to: URL(fileURLWithPath: path))
+            case 2:
+                try? FileManager.default.removeItem(atPath: path)
+                try? FileManager.default.createSymbolicLink(
+                    atPath: path, withDestinationPath: "/etc/hostname")
+            case 3:
+                try? FileManager.default.removeItem(atPath: path)
+            case 4:
+                try? Data([0xFF, 0xFE, 0x00, 0x41]).write(to: URL(fileURLWithPath: path))
+            default:
+                // A valid but rapid flip.
+                try? FileManager.default.removeItem(atPath: path)
+                let state: Lifecycle = random.chance(0.5) ? .foreground : .background
+                try? LifecycleSignal.write(state, directory: shared, name: name)
+            }
+        }
+        for name in ["ghost", "no such participant", ".hidden"] {
+            try? FileManager.default.removeItem(atPath: lifecycle + "/" + name)
+        }
+        for member in members { try? FileManager.default.removeItem(atPath: lifecycle + "/" + member.name) }
+        try arrange(foreground: intended)
+    }
+}
+
+extension WriterLease {
+    /// Takes the lease (waiting up to 30 s), runs `body` with its epoch, releases.
+    func withLease(_ body: (Int64) async throws -> Void) async throws {
+        let held = try await acquire(deadline: .now + .seconds(30))
+        defer { release(held) }
+        try await body(held.epoch)
+    }
+}

@@ -1,0 +1,296 @@
+import BatonCoordinator
+import BatonREST
+import BatonServer
+import BatonStore
+import BatonSync
+import Foundation
+import Logging
+
+/// One chaos run: a reference server (file-backed, so it can restart), a temporary shared
+/// directory and 2–4 participant processes, put through one seeded fault per round. After each
+/// round it checks the invariants; at the end it settles everything and compares the store with
+/// the server. Driven from one task (the chaos command); not shared across tasks.
+final class ChaosRun: @unchecked Sendable {
+    /// One participant process (restarted under the same name after a SIGKILL).
+    final class Member: @unchecked Sendable {
+        let name: String
+        let role: String
+        let priority: Int
+        let log: LogTail
+        var process: Process?
+        var lifecycle: Lifecycle = .background
+
+        init(name: String, role: String, priority: Int, logsPath: String) {
+            self.name = name
+            self.role = role
+            self.priority = priority
+            log = LogTail(path: logsPath + "/\(name).jsonl")
+        }
+
+        var pid: Int32 { process?.processIdentifier ?? 0 }
+    }
+
+    struct Options {
+        var seed: UInt64
+        var rounds: Int
+        var participants: Int?
+        var records: Int
+        var keep: String?
+        var sabotage: ChaosSabotage?
+    }
+
+    static let syncNames = ["accounts", "edits"]
+    static let query = "SELECT Id, Name, Number__c, Rating__c FROM Account"
+    static let batchSize = 10
+    static let settleTimeout = Duration.seconds(90)
+
+    let options: Options
+    var random: SplitMix64
+    let workPath: String
+    let shared: SharedDirectory
+    let token = ServeCommand.generateToken()
+    let quiet: Logger
+    var server: RunningServer?
+    var port = 0
+    var members: [Member] = []
+    var store: SharedStore?
+    var faults: [ChaosFault: Int] = [:]
+    var handOvers = 0
+    var kills = 0
+    /// Every local edit and create the run made, in order (see ``checkNoEditLost``).
+    var edits: [LocalEdit] = []
+    var editCount = 0
+    var createCount = 0
+    var progress: (String) -> Void = { _ in }
+
+    init(options: Options) throws {
+        self.options = options
+        random = SplitMix64(seed: options.seed)
+        if let keep = options.keep {
+            workPath = keep
+        } else {
+            workPath =
+                FileManager.default.temporaryDirectory.path + "/baton-chaos-" + UUID().uuidString.prefix(8)
+        }
+        shared = try SharedDirectory(path: workPath + "/shared")
+        var quiet = Logger(label: "baton.chaos")
+        quiet.logLevel = .critical
+        self.quiet = quiet
+    }
+
+    var client: RESTClient { RESTClient(baseURL: server?.url ?? "", token: token, logger: quiet) }
+
+    // MARK: - The run
+
+    /// Plays every round and the final settle; throws the first violation.
+    func play() async throws {
+        for sub in [shared.lifecyclePath, shared.participantsPath, shared.logsPath] {
+            try shared.ensureSubdirectory(sub)
+        }
+        try await startServer()
+        try await client.adminSeed(
+            type: "Account", count: options.records, timeStamps: max(1, options.records / 3), bytes: 100)
+        try await client.adminSetFaults(["latencyMs": 5])
+
+        let count = options.participants ?? random.int(2...4)
+        let priorities = [30, 20, 10]
+        members = [Member(name: "host", role: "host", priority: 100, logsPath: shared.logsPath)]
+        for index in 1..<count {
+            members.append(
+                Member(
+                    name: "ext\(index)", role: "extension", priority: priorities[index - 1],
+                    logsPath: shared.logsPath))
+        }
+        for member in members { try start(member) }
+        store = try SharedStore.open(directory: shared, logger: quiet)
+        progress(
+            "chaos: seed \(options.seed), \(options.rounds) rounds, \(members.count) participants, \(options.records) records, directory \(workPath)"
+        )
+
+        try arrange(foreground: [members[0]])
+        try await settle(round: 0, "the host's first sync")
+        try check(round: 0)
+
+        var bag = FaultBag()
+        for round in 1...max(1, options.rounds) {
+            let fault = bag.next(using: &random)
+            let started = ContinuousClock.now
+            try await play(round: round, fault: fault)
+            try await recover()
+            try await settle(round: round, "the round to settle after \(fault.rawValue)")
+            if round == 1 { try await sabotageAfterFirstRound() }
+            try check(round: round)
+            let seconds =
+                Double((ContinuousClock.now - started).components.attoseconds) / 1e18
+                + Double((ContinuousClock.now - started).components.seconds)
+            let writer = expectedWriter?.name ?? "nobody"
+            progress(
+                "round \(round)/\(options.rounds) \(fault.rawValue): \(writer) writes, invariants hold (\(String(format: "%.1f", seconds)) s)"
+            )
+        }
+        try await finalSettle(round: options.rounds)
+        if options.sabotage == .serverDrift {
+            try await client.adminTouch(type: "Account", count: 1, fields: ["Rating__c": "drift"])
+        }
+        try await checkConverged(round: options.rounds)
+    }
+
+    /// Stops every participant (SIGTERM, they release) and the server.
+    func shutdown() async {
+        for member in members {
+            guard let process = member.process else { continue }
+            if process.isRunning {
+                kill(process.processIdentifier, SIGCONT)
+                kill(process.processIdentifier, SIGTERM)
+            }
+            process.waitUntilExit()
+        }
+        try? store?.close()
+        await server?.stop()
+        server = nil
+    }
+
+    func removeDirectory() {
+        if options.keep == nil { try? FileManager.default.removeItem(atPath: workPath) }
+    }
+
+    // MARK: - Server
+
+    func startServer() async throws {
+        let configuration = ReferenceServer.Configuration(
+            port: port, token: token, dataPath: workPath + "/server.sqlite")
+        let running = try await ReferenceServer.start(configuration, logger: quiet)
+        server = running
+        port = Int(running.url.split(separator: ":").last ?? "") ?? 0
+    }
+
+    func restartServer(downFor pause: Duration) async throws {
+        await server?.stop()
+        server = nil
+        try await Task.sleep(for: pause)  // the outage itself
+        try await startServer()
+    }
+
+    // MARK: - Participants
+
+    func start(_ member: Member) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: DemoRun.executablePath)
+        process.arguments = [
+            "participant", "--dir", shared.path, "--name", member.name, "--role", member.role,
+            "--priority", String(member.priority), "--server", "http://127.0.0.1:\(port)",
+            "--lifecycle", "background", "--batch-size", String(Self.batchSize),
+            "--sync-down", "accounts:accounts:\(Self.query)", "--clean-ghosts", "accounts",
+            "--sync-up", "edits:accounts", "--down-merge-mode", "leave-if-changed",
+            "--up-merge-mode", "overwrite", "--retry-delay", "0.2", "--stop-deadline", "2",
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        environment["BATON_TOKEN"] = token
+        process.environment = environment
+        let outputPath = shared.logsPath + "/\(member.name).out"
+        if !FileManager.default.fileExists(atPath: outputPath) { _ = DemoRun.createFile(outputPath) }
+        let output = FileHandle(forWritingAtPath: outputPath)
+        _ = try output?.seekToEnd()
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        member.process = process
+    }
+
+    /// Writes each member's lifecycle: foreground for `foreground`, background for the rest.
+    func arrange(foreground: [Member]) throws {
+        let names = Set(foreground.map(\.name))
+        for member in members {
+            member.lifecycle = names.contains(member.name) ? .foreground : .background
+            try LifecycleSignal.write(member.lifecycle, directory: shared, name: member.name)
+        }
+    }
+
+    /// The member that must end up writing: the highest-priority foreground one.
+    var expectedWriter: Member? {
+        members.filter { $0.lifecycle == .foreground }.max { $0.priority < $1.priority }
+    }
+
+    /// The member that writes now, by the published states.
+    var currentWriter: Member? {
+        let writer = ParticipantStatus.readAll(in: shared).first { $0.isWriter && $0.isAlive }
+        return members.first { $0.name == writer?.name && $0.pid == writer?.pid }
+    }
+
+    // MARK: - Waiting (on inotify events in the shared directory)
+
+    /// Waits until `condition` holds; a timeout is a liveness violation.
+    func until(
+        round: Int, _ what: String, timeout: Duration = .seconds(60),
+        _ condition: @escaping @Sendable () -> Bool
+    ) async throws {
+        let met = try await DirectoryWatcher(
+            root: shared.path, subdirectories: ["participants", "lifecycle", "logs"],
+            reportsModifications: true
+        ).wait(timeout: timeout, until: condition)
+        if !met {
+            throw ChaosViolation(
+                round: round, invariant: "liveness",
+                detail: "\(what) did not happen within \(timeout); \(diagnosis())")
+        }
+    }
+
+    /// Whether `member` holds the lease (its current process) and, since it took it, ran each
+    /// configured sync to `done` with clean resync ghosts after the last sync down.
+    func hasSettled(_ member: Member) -> Bool {
+        guard
+            let status = ParticipantStatus.readAll(in: shared).first(where: { $0.name == member.name }),
+            status.isWriter, status.pid == member.pid, let epoch = status.epoch
+        else { return false }
+        let events = member.log.events()
+        guard
+            let acquired = events.lastIndex(where: {
+                $0.event == "lease.acquired" && $0["epoch"]?.intValue == epoch
+            })
+        else { return false }
+        var lastDownDone = acquired
+        for name in Self.syncNames {
+            guard
+                let last = events[acquired...].lastIndex(where: {
+                    $0.event == "sync" && $0["name"]?.stringValue == name
+                }),
+                events[last]["status"]?.stringValue == "done"
+            else { return false }
+            if name == "accounts" { lastDownDone = last }
+        }
+        // Clean resync ghosts ran after the last sync down.
+        return events[lastDownDone...].contains { $0.event?.hasPrefix("ghosts.") == true }
+    }
+
+    /// Waits for the expected writer to hold the lease with its syncs done.
+    func settle(round: Int, _ what: String) async throws {
+        guard let writer = expectedWriter else { return }
+        try await until(
+            round: round, "\(what) (\(writer.name) writing, syncs done)", timeout: Self.settleTimeout
+        ) { [self] in
+            hasSettled(writer) && members.allSatisfy { $0.process?.isRunning == true }
+        }
+    }
+
+    /// Waits until nobody holds the lease.
+    func untilNobodyWrites(round: Int) async throws {
+        try await until(round: round, "every participant to release the lease") { [self] in
+            currentWriter == nil
+                && ParticipantStatus.readAll(in: shared).allSatisfy { !$0.isWriter || !$0.isAlive }
+        }
+    }
+
+    /// A short account of where things stand, for a violation's message.
+    func diagnosis() -> String {
+        let states = ParticipantStatus.readAll(in: shared).map {
+            "\($0.name)(pid \($0.pid)\($0.isAlive ? "" : ", dead")): \($0.lifecycle.rawValue)/\($0.phase)"
+        }
+        let lastEvents = members.map { member in
+            let events = member.log.events().suffix(3).map { $0.event ?? "?" }
+            return "\(member.name): …\(events.joined(separator: ", "))"
+        }
+        return "participants " + states.joined(separator: "; ") + "; last events "
+            + lastEvents.joined(separator: "; ")
+    }
+}

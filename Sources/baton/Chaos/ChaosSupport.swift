@@ -1,0 +1,157 @@
+import BatonServer
+import BatonStore
+import Foundation
+import Synchronization
+
+/// The faults a chaos round injects, one per round. Every block of `allCases.count` rounds
+/// holds each kind once (in a seeded order), so a run of 50 rounds meets each kind at least 4 times.
+enum ChaosFault: String, CaseIterable, Sendable {
+    /// SIGKILL of the writer while a page request is in flight (the server adds latency).
+    case killMidPage = "kill-writer-mid-page"
+    /// SIGKILL of the writer right after it committed a page.
+    case killBetweenPages = "kill-writer-between-pages"
+    /// SIGKILL of the writer during a sync up, after the server committed the batch and before
+    /// the writer saw the answer.
+    case killAfterServerCommit = "kill-writer-after-server-commit"
+    /// SIGSTOP of the writer for a while (often with a hand-over requested meanwhile), then SIGCONT.
+    case stopAndContinue = "sigstop-sigcont-writer"
+    /// 503s from the server.
+    case serverError = "server-5xx"
+    /// Slow responses.
+    case serverLatency = "server-latency"
+    /// Connections dropped mid-response.
+    case droppedConnection = "server-dropped-connection"
+    /// A write commits on the server and its response is lost.
+    case droppedAfterCommit = "server-response-dropped-after-commit"
+    /// The server stops and starts again on the same port and data (its query cursors are lost).
+    case serverRestart = "server-restart"
+    /// Junk, oversized, symlinked and unknown lifecycle files, and rapid flips.
+    case junkSignals = "junk-signal-burst"
+    /// Records changed and deleted on the server while a sync runs.
+    case serverEdits = "server-edits-during-sync"
+
+    /// Whether the round makes local edits first (so a sync up has something to send).
+    var needsLocalEdits: Bool { self == .killAfterServerCommit || self == .droppedAfterCommit }
+}
+
+/// A deliberate bug the run plants so a test can see each invariant fail (`--sabotage`).
+enum ChaosSabotage: String, CaseIterable, Sendable {
+    /// After round 1, a write straight into the store without the lease.
+    case unleasedWrite = "unleased-write"
+    /// After round 1, a local edit marked clean without being sent (an edit lost).
+    case lostEdit = "lost-edit"
+    /// After the final settle, a server change the store never sees.
+    case serverDrift = "server-drift"
+}
+
+/// Hands out the round's faults: each kind once per block, shuffled with the run's generator.
+struct FaultBag {
+    private var pending: [ChaosFault] = []
+
+    mutating func next(using random: inout SplitMix64) -> ChaosFault {
+        if pending.isEmpty { pending = ChaosFault.allCases.shuffled(using: &random) }
+        return pending.removeFirst()
+    }
+}
+
+/// One local write the run made: a unique token in `Name`, and what identifies the record it
+/// went to — the local entry, and the server Id (an edit) or the external id (a create).
+struct LocalEdit: Sendable {
+    var token: String
+    var entryId: Int64
+    var serverId: String?
+    var externalId: String?
+}
+
+/// Groups of keys known to name the same record (union-find).
+struct SameRecord {
+    private var parent: [String: String] = [:]
+
+    mutating func root(_ key: String) -> String {
+        var key = key
+        while let next = parent[key], next != key {
+            parent[key] = parent[next] ?? next
+            key = next
+        }
+        return key
+    }
+
+    mutating func link(_ a: String, _ b: String) {
+        let (rootA, rootB) = (root(a), root(b))
+        if rootA != rootB { parent[rootA] = rootB }
+    }
+}
+
+/// An invariant that did not hold: where, what, and how to reproduce it.
+struct ChaosViolation: Error, CustomStringConvertible {
+    var round: Int
+    var invariant: String
+    var detail: String
+
+    var description: String { "round \(round): \(invariant): \(detail)" }
+}
+
+/// Reads a participant's JSON-lines log as it grows (the same file across restarts).
+final class LogTail: Sendable {
+    let path: String
+    private let state = Mutex<(offset: UInt64, partial: String, events: [JSONObject])>((0, "", []))
+
+    init(path: String) { self.path = path }
+
+    /// Every event so far, reading what was appended since the last call.
+    func events() -> [JSONObject] {
+        state.withLock { state in
+            if let handle = FileHandle(forReadingAtPath: path) {
+                defer { try? handle.close() }
+                if (try? handle.seek(toOffset: state.offset)) != nil, let data = try? handle.readToEnd() {
+                    state.offset += UInt64(data.count)
+                    let text = state.partial + String(decoding: data, as: UTF8.self)
+                    var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+                    state.partial = String(lines.removeLast())
+                    for line in lines where !line.isEmpty {
+                        if let event = try? JSONObject(parsingObject: String(line)) {
+                            state.events.append(event)
+                        }
+                    }
+                }
+            }
+            return state.events
+        }
+    }
+
+    /// How many events there are now (a mark to look after).
+    var count: Int { events().count }
+}
+
+extension JSONObject {
+    var event: String? { self["event"]?.stringValue }
+}
+
+extension SplitMix64 {
+    /// A uniformly chosen integer in `range`.
+    mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &self) }
+
+    /// True with probability `p`.
+    mutating func chance(_ p: Double) -> Bool { nextUnit() < p }
+}
+
+/// Runs `body`, giving up after `timeout`: true when it finished in time. A body that never
+/// finishes (a wait on the server that cannot be cancelled) is left behind, not awaited.
+func finishes(within timeout: Duration, _ body: @escaping @Sendable () async -> Void) async -> Bool {
+    final class Outcome: Sendable {
+        let continuation = Mutex<CheckedContinuation<Bool, Never>?>(nil)
+        func resume(_ value: Bool) { continuation.withLock { $0.take() }?.resume(returning: value) }
+    }
+    let outcome = Outcome()
+    return await withCheckedContinuation { continuation in
+        outcome.continuation.withLock { $0 = continuation }
+        Task {
+            await body()
+            outcome.resume(true)
+        }
+        Task {
+            try? await Task.sleep(for: timeout)
+            outcome.resume(false)
+        }
+    }
+}
