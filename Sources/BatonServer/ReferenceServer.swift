@@ -1,7 +1,9 @@
 import BatonJSON
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
+import ServiceLifecycle
 import Synchronization
 
 /// The reference REST server: the subset of the Salesforce REST API that Mobile Sync uses, on
@@ -88,6 +90,11 @@ public struct ReferenceServer: Sendable {
 
     /// Serves until the task is cancelled. `onListening` gets the base URL once bound.
     public func run(onListening: @escaping @Sendable (String) async -> Void = { _ in }) async throws {
+        try await application(onListening: onListening).run()
+    }
+
+    /// The Hummingbird application serving this server's routes.
+    func application(onListening: @escaping @Sendable (String) async -> Void) -> some Service {
         let router = Router()
         router.middlewares.add(APIMiddleware(token: configuration.token, stats: stats))
         let data = DataRoutes(
@@ -97,8 +104,13 @@ public struct ReferenceServer: Sendable {
         CompositeRoutes(storage: storage, data: data).register(on: router.group("services/data/v60.0"))
         AdminRoutes(storage: storage, faults: faults, stats: stats).register(on: router.group("admin"))
         let host = configuration.host
-        let app = Application(
+        // Long enough request lines for a query at the SOQL length limit, percent-encoded,
+        // so such a query gets a MALFORMED_QUERY answer rather than a bare 400 from the decoder.
+        let decoder = HTTP1Channel.Configuration.DecoderConfiguration(
+            maxHeaderFieldSize: 512 * 1024, maxHeaderListSize: 512 * 1024)
+        return Application(
             router: router,
+            server: .http1(configuration: HTTP1Channel.Configuration(httpDecoderConfiguration: decoder)),
             configuration: .init(
                 address: .hostname(host, port: configuration.port), serverName: "baton-reference"),
             onServerRunning: { channel in
@@ -107,7 +119,6 @@ public struct ReferenceServer: Sendable {
             },
             logger: logger
         )
-        try await app.run()
     }
 
     /// Starts serving in a task of its own and returns once it listens.
@@ -117,17 +128,21 @@ public struct ReferenceServer: Sendable {
     {
         let server = try ReferenceServer(configuration: configuration, logger: logger)
         let (urls, continuation) = AsyncStream.makeStream(of: String.self)
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [server.application { url in continuation.yield(url) }], logger: logger))
         let task = Task {
-            try await server.run { url in continuation.yield(url) }
+            defer { continuation.finish() }
+            try await group.run()
         }
         var iterator = urls.makeAsyncIterator()
         guard let url = await iterator.next() else {
-            task.cancel()
+            await group.triggerGracefulShutdown()
             _ = try await task.value
             throw SalesforceError(status: 500, "SERVER_NOT_STARTED", "the reference server did not start")
         }
         continuation.finish()
-        return RunningServer(server: server, url: url, task: task)
+        return RunningServer(server: server, url: url, group: group, task: task)
     }
 }
 
@@ -136,14 +151,17 @@ public struct RunningServer: Sendable {
     public let server: ReferenceServer
     /// `http://127.0.0.1:PORT`.
     public let url: String
+    let group: ServiceGroup
     let task: Task<Void, any Error>
 
     /// The bearer token.
     public var token: String { server.configuration.token }
 
-    /// Stops serving and waits for the server to shut down.
+    /// Stops serving: a graceful shutdown, which stops accepting, lets the requests in flight
+    /// finish and closes every connection (cancelling the serving task instead can trap in
+    /// NIO when a connection is accepted at that moment), then waits for it to end.
     public func stop() async {
-        task.cancel()
+        await group.triggerGracefulShutdown()
         _ = try? await task.value
     }
 }

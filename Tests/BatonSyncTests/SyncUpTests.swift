@@ -214,7 +214,11 @@ struct SyncUpTests {
             #expect(entries.map(\.entryId) == [created.entryId])
             let serverId = try #require(try await f.client.adminRecords(type: "Account").first?["Id"])
             #expect(entries.first?.record["Id"] == serverId)
-            #expect(entries.first.map { LocalFlags.isDirty($0.record) } == editedMeanwhile)
+            #expect(
+                entries.first?.record["Name"]?.stringValue
+                    == (editedMeanwhile ? "edited after the fetch" : "new"))
+            // The copy's server fields come along (it was fetched after the create committed).
+            #expect(entries.first?.record["LastModifiedDate"] != nil)
 
             #expect(try await runUp(f).status == .done)
             entries = try f.store.query(.all, in: "accounts")

@@ -48,7 +48,7 @@ extension HeavyEndToEnd {
                     temp.path + "/run",
                 ],
                 timeout: .seconds(300))
-            #expect(result.status == 1)
+            #expect(result.status == 1, "stderr: \(result.stderr.prefix(3000))")
             let summary = try JSONValue(parsing: result.stdout)
             #expect(summary.value(atPath: "passed") == false)
             let violations = summary.value(atPath: "violations")?.arrayValue ?? []

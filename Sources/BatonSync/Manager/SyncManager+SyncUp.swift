@@ -142,7 +142,7 @@ extension SyncManager {
         let finalOutcomes = outcomes
         let gone = serverGone
         try await store.write(fencedBy: epoch) { transaction in
-            for (entryId, kind) in kinds {
+            for (entryId, kind) in kinds.sorted(by: { $0.key < $1.key }) {
                 guard var record = try transaction.entry(entryId, in: soup)?.record else { continue }
                 guard let outcome = finalOutcomes[entryId] else {
                     if gone.contains(entryId), kind == .update {
@@ -178,9 +178,9 @@ extension SyncManager {
 
     /// Gives a created record its server id. A sync down that ran after the server committed
     /// the create and before this answer (a writer killed or a response lost in between) may
-    /// have saved the same server record as a second entry: that copy is merged away. If it was
-    /// edited locally since, its edit is kept (it is the newer one, and still to be sent up);
-    /// otherwise the created entry, now clean, stands alone.
+    /// have saved the same server record as a second entry: that copy is merged into the
+    /// created entry (which keeps its entry id). The copy's content wins when it was written
+    /// later — it holds the server's state, or a local edit made to it since, still dirty then.
     static func acknowledgeCreate(
         _ record: JSONObject, entryId: Int64, serverId: String, idField: String, extField: String,
         soup: String, in transaction: StoreTransaction
@@ -191,10 +191,9 @@ extension SyncManager {
         var acknowledged = record
         acknowledged[idField] = .string(serverId)
         acknowledged = LocalFlags.clean(acknowledged, syncId: nil)
-        if let edited = copies.filter({ LocalFlags.isDirty($0.record) }).max(by: {
-            $0.lastModified < $1.lastModified
-        }) {
-            acknowledged = edited.record
+        let ours = try transaction.entry(entryId, in: soup)?.lastModified ?? 0
+        if let newest = copies.max(by: { $0.lastModified < $1.lastModified }), newest.lastModified >= ours {
+            acknowledged = newest.record
             if acknowledged[extField] == nil { acknowledged[extField] = record[extField] }
         }
         try transaction.upsert(acknowledged, into: soup, entryId: entryId)
