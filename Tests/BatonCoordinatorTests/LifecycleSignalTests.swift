@@ -51,17 +51,43 @@ struct LifecycleSignalTests {
         #expect(reason.contains("limit"))
     }
 
-    @Test("random bytes never crash the reader", arguments: 0..<20)
-    func fuzz(seed: Int) throws {
-        let (temp, shared) = try directory()
-        var generator = SystemRandomNumberGenerator()
-        let length = Int.random(in: 0...400, using: &generator)
-        let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        try Data(bytes).write(to: URL(fileURLWithPath: shared.lifecyclePath + "/p"))
-        switch LifecycleSignal.read(directory: shared, name: "p") {
-        case .valid, .empty, .invalid, .missing: break
+    /// The reader's rule, restated: trimmed, case-insensitive `foreground` or `background`.
+    static func expected(_ bytes: [UInt8]) -> LifecycleSignal.Reading {
+        if bytes.count > LifecycleSignal.maxSize {
+            return .invalid("is \(bytes.count) bytes (limit \(LifecycleSignal.maxSize))")
         }
-        _ = (temp, seed)
+        let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if text.isEmpty { return .empty }
+        return Lifecycle(rawValue: text.lowercased()).map { .valid($0) }
+            ?? .invalid("holds neither 'foreground' nor 'background'")
+    }
+
+    @Test("random and mutated contents: never a crash, always the reading the rule gives", arguments: 0..<20)
+    func fuzz(seed: UInt64) throws {
+        let (temp, shared) = try directory()
+        defer { withExtendedLifetime(temp) {} }
+        var random = SeededGenerator(seed: seed)
+        let path = shared.lifecyclePath + "/p"
+        for _ in 0..<50 {
+            var bytes: [UInt8]
+            if Bool.random(using: &random) {
+                bytes = (0..<Int.random(in: 0...300, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            } else {
+                // A valid signal, mutated: flipped bits, inserted or removed bytes, case, whitespace.
+                bytes = Array((Bool.random(using: &random) ? " Foreground\n" : "background").utf8)
+                for _ in 0..<Int.random(in: 0...3, using: &random) {
+                    let position = Int.random(in: 0...bytes.count, using: &random)
+                    switch Int.random(in: 0...3, using: &random) {
+                    case 0 where position < bytes.count: bytes[position] ^= 1 << UInt8.random(in: 0...7, using: &random)
+                    case 1 where position < bytes.count: bytes.remove(at: position)
+                    case 2: bytes.insert([0x20, 0x0A, 0x09, 0x00, 0xC3][Int.random(in: 0...4, using: &random)], at: position)
+                    default: bytes = bytes.map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }
+                    }
+                }
+            }
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            #expect(LifecycleSignal.read(directory: shared, name: "p") == Self.expected(bytes), "\(bytes)")
+        }
     }
 
     @Test("the initial lifecycle never overwrites a signal that is already there")
@@ -164,5 +190,18 @@ struct ParticipantStatusFileTests {
         let read = ParticipantStatus.readAll(in: shared)
         #expect(read.map(\.name) == ["host"])
         #expect(read.first?.epoch == 3)
+    }
+}
+
+/// A small seeded generator, so a failing case repeats.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
