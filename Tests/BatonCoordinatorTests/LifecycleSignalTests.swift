@@ -71,16 +71,22 @@ struct LifecycleSignalTests {
         for _ in 0..<50 {
             var bytes: [UInt8]
             if Bool.random(using: &random) {
-                bytes = (0..<Int.random(in: 0...300, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+                bytes = (0..<Int.random(in: 0...300, using: &random)).map { _ in
+                    UInt8.random(in: 0...255, using: &random)
+                }
             } else {
                 // A valid signal, mutated: flipped bits, inserted or removed bytes, case, whitespace.
                 bytes = Array((Bool.random(using: &random) ? " Foreground\n" : "background").utf8)
                 for _ in 0..<Int.random(in: 0...3, using: &random) {
                     let position = Int.random(in: 0...bytes.count, using: &random)
                     switch Int.random(in: 0...3, using: &random) {
-                    case 0 where position < bytes.count: bytes[position] ^= 1 << UInt8.random(in: 0...7, using: &random)
+                    case 0 where position < bytes.count:
+                        bytes[position] ^= 1 << UInt8.random(in: 0...7, using: &random)
                     case 1 where position < bytes.count: bytes.remove(at: position)
-                    case 2: bytes.insert([0x20, 0x0A, 0x09, 0x00, 0xC3][Int.random(in: 0...4, using: &random)], at: position)
+                    case 2:
+                        bytes.insert(
+                            [0x20, 0x0A, 0x09, 0x00, 0xC3][Int.random(in: 0...4, using: &random)],
+                            at: position)
                     default: bytes = bytes.map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }
                     }
                 }

@@ -33,6 +33,8 @@ struct BenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let interrupt = ChildProcesses.exitOnInterrupt()
+        defer { interrupt.cancel() }
         let env = try await BenchEnvironment()
         let cores = ProcessInfo.processInfo.activeProcessorCount
         progress("machine: \(cores) cores; \(records) records, \(trials) trials")

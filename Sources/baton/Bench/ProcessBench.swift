@@ -59,13 +59,14 @@ struct ProcessBench {
     /// Runs `baton bench-worker ARGS` and parses its one JSON line.
     static func runWorker(_ arguments: [String]) async throws -> JSONValue {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: DemoRun.executablePath)
+        process.executableURL = URL(fileURLWithPath: ChildProcesses.executablePath)
         process.arguments = ["bench-worker"] + arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try ChildProcesses.shared.run(process)
+        defer { ChildProcesses.shared.forget(process.processIdentifier) }
         // Read to end of file on a thread of its own, then reap the child.
         let data = await withCheckedContinuation { continuation in
             Thread.detachNewThread {

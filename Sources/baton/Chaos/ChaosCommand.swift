@@ -63,6 +63,8 @@ struct ChaosCommand: AsyncParsableCommand {
                 CLIOutput.line(line)
             }
         }
+        let interrupt = ChildProcesses.exitOnInterrupt()
+        defer { interrupt.cancel() }
         let started = ContinuousClock.now
         var violations: [ChaosViolation] = []
         do {

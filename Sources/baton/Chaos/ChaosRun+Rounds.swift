@@ -150,6 +150,7 @@ extension ChaosRun {
         guard let process = member.process, process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
+        ChildProcesses.shared.forget(process.processIdentifier)
         kills += 1
         try start(member)
     }

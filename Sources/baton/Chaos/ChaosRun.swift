@@ -71,6 +71,7 @@ final class ChaosRun: @unchecked Sendable {
         } else {
             workPath =
                 FileManager.default.temporaryDirectory.path + "/baton-chaos-" + UUID().uuidString.prefix(8)
+            ChildProcesses.shared.removeOnInterrupt(workPath)
         }
         shared = try SharedDirectory(path: workPath + "/shared")
         var quiet = Logger(label: "baton.chaos")
@@ -144,6 +145,7 @@ final class ChaosRun: @unchecked Sendable {
                 kill(process.processIdentifier, SIGTERM)
             }
             process.waitUntilExit()
+            ChildProcesses.shared.forget(process.processIdentifier)
         }
         try? store?.close()
         await server?.stop()
@@ -175,7 +177,7 @@ final class ChaosRun: @unchecked Sendable {
 
     func start(_ member: Member) throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: DemoRun.executablePath)
+        process.executableURL = URL(fileURLWithPath: ChildProcesses.executablePath)
         process.arguments = [
             "participant", "--dir", shared.path, "--name", member.name, "--role", member.role,
             "--priority", String(member.priority), "--server", "http://127.0.0.1:\(port)",
@@ -194,7 +196,7 @@ final class ChaosRun: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = output
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try ChildProcesses.shared.run(process)
         member.process = process
     }
 

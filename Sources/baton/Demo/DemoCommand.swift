@@ -35,6 +35,8 @@ struct DemoCommand: AsyncParsableCommand {
     func run() async throws {
         let view = LiveView(enabled: !json)
         let demo = try DemoRun(records: records, batchSize: batchSize, keep: keep, view: view)
+        let interrupt = ChildProcesses.exitOnInterrupt()
+        defer { interrupt.cancel() }
         let summary: DemoSummary
         do {
             summary = try await demo.play()

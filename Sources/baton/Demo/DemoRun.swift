@@ -44,6 +44,7 @@ final class DemoRun: @unchecked Sendable {
             directoryPath =
                 FileManager.default.temporaryDirectory.path + "/baton-demo-" + UUID().uuidString.prefix(8)
             keepDirectory = false
+            ChildProcesses.shared.removeOnInterrupt(directoryPath)
         }
         token = ServeCommand.generateToken()
     }
@@ -118,7 +119,7 @@ final class DemoRun: @unchecked Sendable {
     func startParticipant(_ name: String, role: String, lifecycle: String) throws {
         let shared = try directory
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executablePath)
+        process.executableURL = URL(fileURLWithPath: ChildProcesses.executablePath)
         process.arguments = [
             "participant", "--dir", shared.path, "--name", name, "--role", role, "--server",
             server?.url ?? "",
@@ -133,13 +134,8 @@ final class DemoRun: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = output
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try ChildProcesses.shared.run(process)
         processes[name] = process
-    }
-
-    static var executablePath: String {
-        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            ?? CommandLine.arguments[0]
     }
 
     static func createFile(_ path: String) -> String {
@@ -251,7 +247,10 @@ final class DemoRun: @unchecked Sendable {
     /// Stops the participants (SIGTERM: they release everything) and the server.
     func stop() async {
         for process in processes.values where process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        for process in processes.values { process.waitUntilExit() }
+        for process in processes.values {
+            process.waitUntilExit()
+            ChildProcesses.shared.forget(process.processIdentifier)
+        }
         processes = [:]
         await server?.stop()
         server = nil
