@@ -10,9 +10,31 @@ struct ProcessBench {
         var errors: Int
     }
 
-    static func contention(_ env: BenchEnvironment, mode: String, processes: Int = 8, writes: Int = 200)
-        async throws -> Contention
-    {
+    /// `runs` lease runs and `runs` busy-timeout runs, alternating; latencies pooled per mode.
+    static func alternatingContention(_ env: BenchEnvironment, runs: Int) async throws -> (
+        Contention, Contention
+    ) {
+        var pooled: [String: (latencies: [Double], errors: Int, seconds: Double)] = [:]
+        for _ in 0..<runs {
+            for mode in ["lease", "busy"] {
+                let run = try await contentionRun(env, mode: mode)
+                pooled[mode, default: ([], 0, 0)].latencies += run.latencies
+                pooled[mode, default: ([], 0, 0)].errors += run.errors
+                pooled[mode, default: ([], 0, 0)].seconds += run.seconds
+            }
+        }
+        func summary(_ mode: String) -> Contention {
+            let run = pooled[mode] ?? ([], 0, 1)
+            return Contention(
+                writesPerSec: Double(run.latencies.count) / max(run.seconds, 1e-9),
+                p99Ms: BenchStats.percentile(run.latencies, 99), errors: run.errors)
+        }
+        return (summary("lease"), summary("busy"))
+    }
+
+    static func contentionRun(
+        _ env: BenchEnvironment, mode: String, processes: Int = 8, writes: Int = 200
+    ) async throws -> (latencies: [Double], errors: Int, seconds: Double) {
         let shared = try env.freshDirectory()
         _ = try SharedStore.open(directory: shared, logger: env.quietLogger())
         let clock = ContinuousClock()
@@ -35,9 +57,7 @@ struct ProcessBench {
             $0.value(atPath: "latenciesMs")?.arrayValue?.compactMap(\.doubleValue) ?? []
         }
         let errors = outputs.reduce(0) { $0 + Int($1.value(atPath: "errors")?.intValue ?? 0) }
-        return Contention(
-            writesPerSec: Double(latencies.count) / elapsed, p99Ms: BenchStats.percentile(latencies, 99),
-            errors: errors)
+        return (latencies, errors, elapsed)
     }
 
     /// Peak RSS (KiB) of a child process syncing down `records` records.

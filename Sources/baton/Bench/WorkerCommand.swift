@@ -14,7 +14,9 @@ struct BenchWorkerCommand: AsyncParsableCommand {
     @Option var mode: String
     @Option var dir: String
     @Option var writes = 200
-    @Option var burst = 10
+    /// Lease mode: writes per turn, and the pause before a process asks for its next turn.
+    @Option var burst = 2
+    @Option(name: .customLong("pause-us")) var pauseMicroseconds = 300
     @Option var name = "w"
     @Option var server: String?
 
@@ -38,7 +40,7 @@ struct BenchWorkerCommand: AsyncParsableCommand {
                 let ready = clock.now
                 do {
                     if mode == "lease" {
-                        let held = try await lease.acquire(interval: .microseconds(500))
+                        let held = try await lease.acquire()
                         var readyAt = ready
                         for _ in 0..<min(burst, writes - index) {
                             let row: JSONObject = ["w": .string(name), "i": .int(Int64(index))]
@@ -48,7 +50,9 @@ struct BenchWorkerCommand: AsyncParsableCommand {
                             index += 1
                         }
                         lease.release(held)
-                        try await Task.sleep(for: .milliseconds(1))
+                        if pauseMicroseconds > 0 {
+                            try await Task.sleep(for: .microseconds(pauseMicroseconds))
+                        }
                     } else {
                         let row: JSONObject = ["w": .string(name), "i": .int(Int64(index))]
                         try await store.write { try $0.upsert(row, into: "writes") }
@@ -56,6 +60,7 @@ struct BenchWorkerCommand: AsyncParsableCommand {
                         index += 1
                     }
                 } catch {
+                    if errors == 0 { CLIOutput.warn("bench worker \(name): \(error)") }
                     errors += 1
                     index += 1
                 }
