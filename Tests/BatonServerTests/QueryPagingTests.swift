@@ -31,6 +31,23 @@ struct QueryPagingTests {
         }
     }
 
+    @Test("a page asked for with its own batch size gets that many; the next one keeps the query's size")
+    func batchSizePerPage() async throws {
+        try await withLiveServer { _, client in
+            try await client.adminSeed(type: "Account", count: 30)
+            let first = try await client.queryFirstPage(
+                "SELECT Id FROM Account ORDER BY Number__c", batchSize: 5)
+            #expect(first.records.count == 5)
+            let second = try await client.queryNextPage(try #require(first.nextRecordsUrl), batchSize: 12)
+            #expect(second.records.count == 12)
+            let third = try await client.queryNextPage(try #require(second.nextRecordsUrl))
+            #expect(third.records.count == 5)
+            await #expect {
+                try await client.queryNextPage(try #require(third.nextRecordsUrl), batchSize: 5000)
+            } throws: { ($0 as? RESTError)?.errorCode == "INVALID_QUERY_OPTIONS" }
+        }
+    }
+
     @Test("records sharing a time stamp across a page boundary are each served once")
     func ties() async throws {
         try await withLiveServer { _, client in

@@ -57,12 +57,14 @@ extension RESTClient {
         return try QueryPage(reply.body)
     }
 
-    /// The page at a `nextRecordsUrl`.
-    public func queryNextPage(_ nextRecordsUrl: String) async throws -> QueryPage {
+    /// The page at a `nextRecordsUrl`, asking for `batchSize` records when given (the server
+    /// may keep the query's own size).
+    public func queryNextPage(_ nextRecordsUrl: String, batchSize: Int? = nil) async throws -> QueryPage {
         guard nextRecordsUrl.hasPrefix("/") else {
             throw RESTError(.malformedResponse, "nextRecordsUrl is not a server path")
         }
-        return try QueryPage(try await send(.GET, nextRecordsUrl, idempotent: true).body)
+        let headers = batchSize.map { [("Sforce-Query-Options", "batchSize=\($0)")] } ?? []
+        return try QueryPage(try await send(.GET, nextRecordsUrl, headers: headers, idempotent: true).body)
     }
 
     /// Every page of `soql`, fetched one at a time as the sequence is iterated.

@@ -66,16 +66,22 @@ public struct SoqlSyncDownTarget: SyncDownTarget {
             field: modificationDateFieldName, milliseconds: maxTimeStamp, inclusive: inclusive)
     }
 
+    /// The first page of a run asks for at most this many records (Salesforce's smallest batch),
+    /// so the first commit — and the progress an app shows — comes soon after a start or a
+    /// resume; later pages ask for ``batchSize``.
+    public static let firstPageSize = 200
+
     public func startFetch(maxTimeStamp: Int64, inclusive: Bool) async throws -> SyncDownPage {
         let page = try await client.queryFirstPage(
-            query(maxTimeStamp: maxTimeStamp, inclusive: inclusive).soql, batchSize: batchSize)
+            query(maxTimeStamp: maxTimeStamp, inclusive: inclusive).soql,
+            batchSize: min(batchSize ?? 2000, Self.firstPageSize))
         return SyncDownPage(
             records: page.records, totalSize: page.totalSize, next: page.done ? nil : page.nextRecordsUrl)
     }
 
     public func continueFetch(after page: SyncDownPage) async throws -> SyncDownPage? {
         guard let next = page.next else { return nil }
-        let fetched = try await client.queryNextPage(next)
+        let fetched = try await client.queryNextPage(next, batchSize: batchSize ?? 2000)
         return SyncDownPage(
             records: fetched.records, totalSize: page.totalSize,
             next: fetched.done ? nil : fetched.nextRecordsUrl)

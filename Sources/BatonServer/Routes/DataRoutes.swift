@@ -16,12 +16,16 @@ struct DataRoutes: Sendable {
                 guard let soql = Self.formParameter("q", in: request.uri.query), !soql.isEmpty else {
                     throw SalesforceError.malformedQuery("missing query parameter q")
                 }
-                return deliver(try engine.start(soql: soql, batchSize: try batchSize(request)))
+                return deliver(try engine.start(soql: soql, batchSize: try batchSize(request) ?? 2000))
             }
         }
-        group.get("query/:locator") { _, context -> Response in
+        group.get("query/:locator") { request, context -> Response in
             try await withFaults(isWrite: false) {
-                deliver(try engine.next(locator: try context.parameters.require("locator")))
+                // As with SOAP's queryMore, the batch size may change from one page to the next.
+                deliver(
+                    try engine.next(
+                        locator: try context.parameters.require("locator"), batchSize: try batchSize(request))
+                )
             }
         }
         group.post("sobjects/:type") { request, context -> Response in
@@ -122,11 +126,12 @@ struct DataRoutes: Sendable {
         return fields
     }
 
-    func batchSize(_ request: Request) throws -> Int {
+    /// The `batchSize` of the `Sforce-Query-Options` header, if the request has one.
+    func batchSize(_ request: Request) throws -> Int? {
         guard
             let options = request.headers.first(where: { $0.name.canonicalName == "sforce-query-options" })?
                 .value
-        else { return 2000 }
+        else { return nil }
         for part in options.split(separator: ",") {
             let pair = part.split(separator: "=", maxSplits: 1).map {
                 $0.trimmingCharacters(in: .whitespaces)
@@ -139,7 +144,7 @@ struct DataRoutes: Sendable {
                 return size
             }
         }
-        return 2000
+        return nil
     }
 
     /// Applies the configured latency and faults around one data request; counts the writes

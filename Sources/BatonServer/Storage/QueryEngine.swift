@@ -50,8 +50,9 @@ final class QueryEngine: Sendable {
         return try page(cursor, locator: locator, offset: 0)
     }
 
-    /// The page at `locator` (`<cursor>-<offset>`, from a `nextRecordsUrl`).
-    func next(locator: String) throws -> Page {
+    /// The page at `locator` (`<cursor>-<offset>`, from a `nextRecordsUrl`), of `batchSize`
+    /// records when given (else the size the query started with).
+    func next(locator: String, batchSize: Int? = nil) throws -> Page {
         let parts = locator.split(separator: "-", maxSplits: 1).map(String.init)
         guard parts.count == 2, let offset = Int(parts[1]), offset >= 0 else {
             throw SalesforceError(status: 400, "INVALID_QUERY_LOCATOR", "invalid query locator")
@@ -61,9 +62,10 @@ final class QueryEngine: Sendable {
             state.entries[parts[0]]?.lastUsed = state.clock
             return state.entries[parts[0]]
         }
-        guard let cursor, offset <= cursor.ids.count else {
+        guard var cursor, offset <= cursor.ids.count else {
             throw SalesforceError(status: 400, "INVALID_QUERY_LOCATOR", "invalid query locator")
         }
+        if let batchSize { cursor.batchSize = batchSize }
         return try page(cursor, locator: parts[0], offset: offset)
     }
 

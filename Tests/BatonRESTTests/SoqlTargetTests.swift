@@ -1,0 +1,25 @@
+import BatonREST
+import BatonTestSupport
+import Testing
+
+@Suite("SOQL sync down target")
+struct SoqlTargetTests {
+    @Test("the first page is small (the first commit comes soon), the next ones have the batch size")
+    func pageSizes() async throws {
+        try await withLiveServer { _, client in
+            try await client.adminSeed(type: "Account", count: 1200)
+            let target = try SoqlSyncDownTarget(
+                client: client, query: "SELECT Id, Name FROM Account", batchSize: 500)
+            var page = try await target.startFetch(maxTimeStamp: -1, inclusive: false)
+            var sizes = [page.records.count]
+            while let next = try await target.continueFetch(after: page) {
+                sizes.append(next.records.count)
+                page = next
+            }
+            #expect(sizes == [SoqlSyncDownTarget.firstPageSize, 500, 500])
+
+            let small = try SoqlSyncDownTarget(client: client, query: "SELECT Id FROM Account", batchSize: 50)
+            #expect(try await small.startFetch(maxTimeStamp: -1, inclusive: false).records.count == 50)
+        }
+    }
+}
