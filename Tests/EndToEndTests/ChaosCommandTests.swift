@@ -60,7 +60,11 @@ extension HeavyEndToEnd {
 
         @Test("bad options are refused before anything starts")
         func badOptions() async throws {
-            for arguments in [["--rounds", "0"], ["--participants", "9"], ["--records", "3"]] {
+            let used = try TemporaryDirectory()
+            try Data("x".utf8).write(to: URL(fileURLWithPath: used.path + "/leftover"))
+            for arguments in [
+                ["--rounds", "0"], ["--participants", "9"], ["--records", "3"], ["--keep", used.path],
+            ] {
                 let result = try await BatonProcess.run(["chaos"] + arguments)
                 #expect(result.status != 0)
                 #expect(result.stderr.contains(arguments[0]))

@@ -47,6 +47,11 @@ struct ChaosCommand: AsyncParsableCommand {
         guard (20...100_000).contains(records) else {
             throw ValidationError("--records must be between 20 and 100,000")
         }
+        if let keep, let contents = try? FileManager.default.contentsOfDirectory(atPath: keep),
+            !contents.isEmpty
+        {
+            throw ValidationError("--keep \(keep) is not empty; give a new directory so the run starts clean")
+        }
     }
 
     func run() async throws {
