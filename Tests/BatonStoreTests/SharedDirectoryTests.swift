@@ -69,10 +69,14 @@ struct SharedDirectoryTests {
         } throws: { ($0 as? StoreError)?.code == .notADatabase }
     }
 
-    @Test("store files are private to the user")
+    @Test("store files (with the WAL and shared-memory files) are private to the user")
     func storeFileMode() throws {
         let fixture = try StoreFixture()
-        let attributes = try FileManager.default.attributesOfItem(atPath: fixture.store.directory.storePath)
-        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        try fixture.store.registerSoup("s", indexSpecs: [])
+        let base = fixture.store.directory.storePath
+        for path in [base, base + "-wal", base + "-shm", fixture.store.directory.setupLockPath] {
+            let attributes = try FileManager.default.attributesOfItem(atPath: path)
+            #expect((attributes[.posixPermissions] as? Int) == 0o600, "\(path)")
+        }
     }
 }
