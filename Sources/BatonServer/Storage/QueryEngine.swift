@@ -10,7 +10,9 @@ final class QueryEngine: Sendable {
     struct Cursor: Sendable {
         var type: String
         var fields: [SelectItem]
-        var ids: [String]
+        /// Row ids (SQLite's `rowid`, read from the covering time-stamp index), cheaper to list
+        /// and keep than the 18-character record ids.
+        var ids: [Int64]
         var batchSize: Int
         var lastUsed: UInt64
     }
@@ -43,7 +45,7 @@ final class QueryEngine: Sendable {
             throw SalesforceError.malformedQuery(error.description)
         }
         let (sql, arguments) = try QueryTranslator.idQuery(for: query)
-        let ids = try storage.read { db in try String.fetchAll(db, sql: sql, arguments: arguments) }
+        let ids = try storage.read { db in try Int64.fetchAll(db, sql: sql, arguments: arguments) }
         let cursor = Cursor(
             type: query.object, fields: query.fields, ids: ids, batchSize: batchSize, lastUsed: 0)
         let locator = remember(cursor)
@@ -89,15 +91,16 @@ final class QueryEngine: Sendable {
     private func page(_ cursor: Cursor, locator: String, offset: Int) throws -> Page {
         let end = min(cursor.ids.count, offset + cursor.batchSize)
         let pageIds = Array(cursor.ids[offset..<end])
-        let rows = try storage.read { db -> [String: Row] in
+        let rows = try storage.read { db -> [Int64: Row] in
             guard !pageIds.isEmpty else { return [:] }
-            var byId: [String: Row] = [:]
+            var byId: [Int64: Row] = [:]
             let placeholders = Array(repeating: "?", count: pageIds.count).joined(separator: ",")
             for row in try Row.fetchAll(
-                db, sql: "SELECT * FROM records WHERE id IN (\(placeholders))",
-                arguments: StatementArguments(pageIds))
+                db,
+                sql: "SELECT rowid AS _rowid, * FROM records WHERE type = ? AND rowid IN (\(placeholders))",
+                arguments: StatementArguments([cursor.type]) + StatementArguments(pageIds))
             {
-                byId[row["id"]] = row
+                byId[row["_rowid"]] = row
             }
             return byId
         }

@@ -4,14 +4,14 @@ import SOQL
 /// Translates a parsed SOQL query into SQL over the `records` table, so WHERE, ORDER BY, LIMIT
 /// and OFFSET run in SQLite (on the time-stamp index where they can).
 struct QueryTranslator {
-    /// The SQL that selects the ids of the matching records in order, and its arguments.
+    /// The SQL that selects the row ids of the matching records in order, and its arguments.
     static func idQuery(for query: SOQLQuery) throws -> (sql: String, arguments: StatementArguments) {
         guard RecordStorage.isTypeName(query.object) else {
             throw SalesforceError(
                 status: 400, "INVALID_TYPE", "sObject type '\(query.object.prefix(80))' is not supported")
         }
         var arguments = StatementArguments([query.object])
-        var sql = "SELECT id FROM records WHERE type = ?"
+        var sql = "SELECT rowid FROM records WHERE type = ?"
         if let condition = query.condition {
             sql += " AND (\(try translate(condition, &arguments)))"
         }
