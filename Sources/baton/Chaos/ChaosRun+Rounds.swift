@@ -246,7 +246,8 @@ extension ChaosRun {
         }
     }
 
-    /// A burst of bad and rapid lifecycle signals, then the intended ones again.
+    /// A burst of bad and rapid lifecycle signals (and the lifecycle directory deleted and made
+    /// again), then the intended ones.
     func junkBurst() async throws {
         let lifecycle = shared.lifecyclePath
         let names = members.map(\.name) + ["ghost", "no such participant", ".hidden"]
@@ -254,7 +255,7 @@ extension ChaosRun {
         for _ in 0..<random.int(20...60) {
             let name = names.randomElement(using: &random)!
             let path = lifecycle + "/" + name
-            switch random.int(0...6) {
+            switch random.int(0...7) {
             case 0:
                 try? Data("sideways\n".utf8).write(to: URL(fileURLWithPath: path))
             case 1:
@@ -267,6 +268,10 @@ extension ChaosRun {
                 try? FileManager.default.removeItem(atPath: path)
             case 4:
                 try? Data([0xFF, 0xFE, 0x00, 0x41]).write(to: URL(fileURLWithPath: path))
+            case 7:
+                // The whole lifecycle directory deleted and made again (the watchers rescan).
+                try? FileManager.default.removeItem(atPath: lifecycle)
+                try? shared.ensureSubdirectory(lifecycle)
             default:
                 // A valid but rapid flip.
                 try? FileManager.default.removeItem(atPath: path)
