@@ -80,6 +80,8 @@ public final class WriterLease: Sendable {
         defer { changes?.stop() }
         while true {
             try Task.checkCancellation()
+            // Changes from here on wake the wait below, even if they land before it starts.
+            let seen = changes?.rings ?? 0
             if mayTry() {
                 let lock = try await KernelLockWait.lock(path: directory.writerLockPath, deadline: deadline)
                 if mayTry() { return try begin(with: lock) }
@@ -89,10 +91,14 @@ public final class WriterLease: Sendable {
             if let deadline, ContinuousClock.now >= deadline {
                 throw CoordinatorError(.leaseTimeout, "the writer lease was not free in time")
             }
-            if changes == nil { changes = ParticipantChanges(directory: directory) }
+            if changes == nil {
+                // Watch first, then look again, so a change made in between is not missed.
+                changes = ParticipantChanges(directory: directory)
+                continue
+            }
             var wait = interval
             if let deadline { wait = min(wait, deadline - ContinuousClock.now) }
-            await changes?.wait(timeout: wait)
+            await changes?.wait(after: seen, timeout: wait)
         }
     }
 
@@ -205,9 +211,12 @@ final class ParticipantChanges: Sendable {
         waiter?.resume()
     }
 
-    /// Returns after the next change, `timeout`, or cancellation, whichever comes first.
-    func wait(timeout: Duration) async {
-        let seen = state.withLock { $0.rings }
+    /// Changes seen so far.
+    var rings: Int { state.withLock { $0.rings } }
+
+    /// Returns once there were more than `seen` changes, after `timeout`, or on cancellation,
+    /// whichever comes first.
+    func wait(after seen: Int, timeout: Duration) async {
         let timer = Task { [self] in
             do {
                 try await Task.sleep(for: timeout)
