@@ -4,7 +4,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 source "$root/Scripts/bootstrap.sh"
-swift build --package-path "$root" -c release --product baton >&2
+build_baton release
 args=("$@")
 if ((${#args[@]} == 0)); then args=(--records 100000 --trials 10); fi
-exec "$root/.build/release/baton" bench "${args[@]}" --json "$root/bench.json" --markdown "$root/bench.md"
+exec "$baton" bench "${args[@]}" --json "$root/bench.json" --markdown "$root/bench.md"

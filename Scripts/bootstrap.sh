@@ -27,3 +27,13 @@ if ! command -v swift >/dev/null 2>&1; then
     echo "bootstrap: no Swift toolchain found; install Swift 6.3 (swift.org) and put it on PATH" >&2
     exit 1
 fi
+
+# Builds the `baton` executable (debug, or release with `build_baton release`) and sets $baton
+# to its path. Build output goes to stderr.
+build_baton() {
+    local configuration="${1:-debug}"
+    local here
+    here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+    swift build --package-path "$here" -c "$configuration" --product baton >&2
+    baton="$here/.build/$configuration/baton"
+}

@@ -4,7 +4,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 source "$root/Scripts/bootstrap.sh"
-swift build --package-path "$root" -c release --product baton >&2
+build_baton release
 args=("$@")
 if ((${#args[@]} == 0)); then args=(--seed 1 --rounds 200); fi
-exec "$root/.build/release/baton" chaos "${args[@]}"
+exec "$baton" chaos "${args[@]}"

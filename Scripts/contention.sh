@@ -5,8 +5,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 source "$root/Scripts/bootstrap.sh"
-swift build --package-path "$root" --product baton >&2
-baton="$root/.build/debug/baton"
+build_baton
 count="${1:-8}"
 rounds="${2:-100}"
 dir="$(mktemp -d /tmp/baton-contention-XXXXXX)"

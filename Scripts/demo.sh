@@ -5,5 +5,5 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 source "$root/Scripts/bootstrap.sh"
-swift build --package-path "$root" --product baton >&2
-exec "$root/.build/debug/baton" demo "$@"
+build_baton
+exec "$baton" demo "$@"

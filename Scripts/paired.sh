@@ -5,8 +5,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 source "$root/Scripts/bootstrap.sh"
-swift build --package-path "$root" --product baton >&2
-baton="$root/.build/debug/baton"
+build_baton
 records="${1:-20000}"
 dir="${2:-$(mktemp -d /tmp/baton-paired-XXXXXX)}"
 pids=()

@@ -37,12 +37,17 @@ final class ServerStats: Sendable {
 
     private let counts = Mutex(Counts())
 
-    func request() {
+    /// Changes the counts, then wakes the waiters whose count has been reached.
+    private func count(_ change: (inout Counts) -> Void) {
         let ready = counts.withLock { counts in
-            counts.requests += 1
+            change(&counts)
             return counts.ready()
         }
         for continuation in ready { continuation.resume() }
+    }
+
+    func request() {
+        count { $0.requests += 1 }
     }
 
     /// Requests received so far (counted before handling, so a held request counts).
@@ -65,21 +70,13 @@ final class ServerStats: Sendable {
     }
 
     func writeCommitted() {
-        let ready = counts.withLock { counts in
-            counts.writesCommitted += 1
-            return counts.ready()
-        }
-        for continuation in ready { continuation.resume() }
+        count { $0.writesCommitted += 1 }
     }
 
     var writesCommitted: Int { counts.withLock { $0.writesCommitted } }
 
     func fault(_ kind: String) {
-        let ready = counts.withLock { counts in
-            counts.faults[kind, default: 0] += 1
-            return counts.ready()
-        }
-        for continuation in ready { continuation.resume() }
+        count { $0.faults[kind, default: 0] += 1 }
     }
 
     var faultsInjected: Int { counts.withLock { $0.value(.faultsInjected) } }

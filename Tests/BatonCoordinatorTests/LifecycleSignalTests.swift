@@ -1,4 +1,5 @@
 import BatonCoordinator
+import BatonServer
 import BatonStore
 import BatonTestSupport
 import Foundation
@@ -66,7 +67,7 @@ struct LifecycleSignalTests {
     func fuzz(seed: UInt64) throws {
         let (temp, shared) = try directory()
         defer { withExtendedLifetime(temp) {} }
-        var random = SeededGenerator(seed: seed)
+        var random = SplitMix64(seed: seed)  // seeded, so a failing case repeats
         let path = shared.lifecyclePath + "/p"
         for _ in 0..<50 {
             var bytes: [UInt8]
@@ -196,18 +197,5 @@ struct ParticipantStatusFileTests {
         let read = ParticipantStatus.readAll(in: shared)
         #expect(read.map(\.name) == ["host"])
         #expect(read.first?.epoch == 3)
-    }
-}
-
-/// A small seeded generator, so a failing case repeats.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -55,13 +55,6 @@ public final class FileLock: Sendable {
         return true
     }
 
-    /// Releases the lock but keeps the descriptor, so the lock can be taken again.
-    public func release() {
-        isOpen.withLock { open in
-            if open { _ = flock(fd, LOCK_UN) }
-        }
-    }
-
     /// Releases the lock and closes the descriptor. Safe to call more than once.
     public func unlock() {
         if takeOpen() { close(fd) }
