@@ -26,7 +26,7 @@ public final class StoreTransaction: StoreReader {
 
     func checkFence(_ epoch: Int64?) throws {
         guard let epoch else { return }
-        let current = try Int64.fetchOne(db, sql: "SELECT epoch FROM lease WHERE id = 1") ?? 0
+        let current = try leaseEpoch()
         guard current == epoch else {
             throw StoreError(
                 .staleEpoch,

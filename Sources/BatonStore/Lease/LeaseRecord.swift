@@ -28,7 +28,7 @@ public struct LeaseRecord: Sendable, Hashable {
 extension StoreReader {
     /// The current lease epoch (0 before anyone took it).
     public func leaseEpoch() throws -> Int64 {
-        try Int64.fetchOne(db, sql: "SELECT epoch FROM lease WHERE id = 1") ?? 0
+        try Int64.fetchOne(try cached("SELECT epoch FROM lease WHERE id = 1")) ?? 0
     }
 
     /// The whole lease history, oldest first.
@@ -48,23 +48,24 @@ extension StoreTransaction {
     ///
     /// - Returns: the new epoch, which the holder passes to fenced writes.
     public func beginLeaseEpoch(name: String, pid: Int32, now: Int64 = Clock.nowMillis()) throws -> Int64 {
-        try db.execute(
-            sql: "UPDATE lease_history SET released = ?, releaseKind = 'taken-over' WHERE released IS NULL",
-            arguments: [now])
-        try db.execute(sql: "UPDATE lease SET epoch = epoch + 1 WHERE id = 1")
-        let epoch = try leaseEpoch()
-        try db.execute(
-            sql: "INSERT INTO lease_history (epoch, name, pid, acquired) VALUES (?, ?, ?, ?)",
-            arguments: [epoch, name, pid, now])
+        // Each take closes what the one before left open, so only the previous epoch can be
+        // open: closing it by key keeps a take independent of the history's length.
+        let epoch =
+            try Int64.fetchOne(
+                try cached("UPDATE lease SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch")) ?? 1
+        try cached(
+            "UPDATE lease_history SET released = ?, releaseKind = 'taken-over' WHERE epoch = ? AND released IS NULL"
+        ).execute(arguments: [now, epoch - 1])
+        try cached("INSERT INTO lease_history (epoch, name, pid, acquired) VALUES (?, ?, ?, ?)")
+            .execute(arguments: [epoch, name, pid, now])
         return epoch
     }
 
     /// Closes the history row of `epoch`. Call before unlocking the lease.
     public func endLeaseEpoch(_ epoch: Int64, now: Int64? = nil) throws {
         let now = now ?? self.now
-        try db.execute(
-            sql:
-                "UPDATE lease_history SET released = ?, releaseKind = 'released' WHERE epoch = ? AND released IS NULL",
-            arguments: [now, epoch])
+        try cached(
+            "UPDATE lease_history SET released = ?, releaseKind = 'released' WHERE epoch = ? AND released IS NULL"
+        ).execute(arguments: [now, epoch])
     }
 }

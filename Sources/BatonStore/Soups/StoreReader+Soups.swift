@@ -10,7 +10,7 @@ extension StoreReader {
     /// The soup called `name`, or `nil`.
     public func soupIfExists(_ name: String) throws -> SoupDescription? {
         try Row.fetchOne(
-            db, sql: "SELECT id, name, indexSpecs FROM soup_registry WHERE name = ?", arguments: [name]
+            cached("SELECT id, name, indexSpecs FROM soup_registry WHERE name = ?"), arguments: [name]
         )
         .map(Self.soup(from:))
     }

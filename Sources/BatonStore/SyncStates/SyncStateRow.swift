@@ -64,22 +64,22 @@ extension StoreReader {
     public func syncStates(status: String? = nil) throws -> [SyncStateRow] {
         if let status {
             return try Row.fetchAll(
-                db, sql: "SELECT * FROM sync_state WHERE status = ? ORDER BY id", arguments: [status]
+                cached("SELECT * FROM sync_state WHERE status = ? ORDER BY id"), arguments: [status]
             )
             .map(SyncStateRow.init(row:))
         }
-        return try Row.fetchAll(db, sql: "SELECT * FROM sync_state ORDER BY id").map(SyncStateRow.init(row:))
+        return try Row.fetchAll(cached("SELECT * FROM sync_state ORDER BY id")).map(SyncStateRow.init(row:))
     }
 
     /// The sync state with this id, or `nil`.
     public func syncState(id: Int64) throws -> SyncStateRow? {
-        try Row.fetchOne(db, sql: "SELECT * FROM sync_state WHERE id = ?", arguments: [id]).map(
+        try Row.fetchOne(cached("SELECT * FROM sync_state WHERE id = ?"), arguments: [id]).map(
             SyncStateRow.init(row:))
     }
 
     /// The sync state with this name, or `nil`.
     public func syncState(name: String) throws -> SyncStateRow? {
-        try Row.fetchOne(db, sql: "SELECT * FROM sync_state WHERE name = ?", arguments: [name])
+        try Row.fetchOne(cached("SELECT * FROM sync_state WHERE name = ?"), arguments: [name])
             .map(SyncStateRow.init(row:))
     }
 

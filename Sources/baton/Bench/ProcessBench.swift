@@ -32,26 +32,25 @@ struct ProcessBench {
         return (summary("lease"), summary("busy"))
     }
 
+    /// One run: every worker sets up (store, soup, lease) and says it is ready; the clock starts
+    /// when all are, so process start-up is not measured as contention.
     static func contentionRun(
         _ env: BenchEnvironment, mode: String, processes: Int = 8, writes: Int = 200
     ) async throws -> (latencies: [Double], errors: Int, seconds: Double) {
         let shared = try env.freshDirectory()
         _ = try SharedStore.open(directory: shared, logger: env.quietLogger())
+        let workers = try (0..<processes).map { index in
+            try WorkerProcess([
+                "--mode", mode, "--dir", shared.path, "--writes", String(writes), "--name", "w\(index)",
+                "--wait-for-go",
+            ])
+        }
+        for worker in workers { try await worker.ready() }
         let clock = ContinuousClock()
         let started = clock.now
-        let outputs = try await withThrowingTaskGroup(of: JSONValue.self) { group in
-            for index in 0..<processes {
-                group.addTask {
-                    try await runWorker([
-                        "--mode", mode, "--dir", shared.path, "--writes", String(writes), "--name",
-                        "w\(index)",
-                    ])
-                }
-            }
-            var all: [JSONValue] = []
-            for try await output in group { all.append(output) }
-            return all
-        }
+        for worker in workers { worker.go() }
+        var outputs: [JSONValue] = []
+        for worker in workers { outputs.append(try await worker.result()) }
         let elapsed = BenchStats.seconds(clock.now - started)
         let latencies = outputs.flatMap {
             $0.value(atPath: "latenciesMs")?.arrayValue?.compactMap(\.doubleValue) ?? []
@@ -76,30 +75,75 @@ struct ProcessBench {
         return Int(output.value(atPath: "maxRSSKiB")?.intValue ?? 0)
     }
 
-    /// Runs `baton bench-worker ARGS` and parses its one JSON line.
+    /// Runs `baton bench-worker ARGS` and parses its last JSON line.
     static func runWorker(_ arguments: [String]) async throws -> JSONValue {
-        let process = Process()
+        try await WorkerProcess(arguments).result()
+    }
+}
+
+/// A `baton bench-worker` child and the lines it prints: `ready` once set up (with
+/// `--wait-for-go`), its JSON result last.
+final class WorkerProcess: Sendable {
+    private let process: Process
+    private let input: Pipe
+    private let lines: AsyncStream<String>
+    private let arguments: [String]
+
+    init(_ arguments: [String]) throws {
+        self.arguments = arguments
+        process = Process()
         process.executableURL = URL(fileURLWithPath: ChildProcesses.executablePath)
         process.arguments = ["bench-worker"] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
+        let output = Pipe()
+        input = Pipe()
+        process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
+        process.standardInput = input
+        let (lines, continuation) = AsyncStream.makeStream(of: String.self)
+        self.lines = lines
         try ChildProcesses.shared.run(process)
-        defer { ChildProcesses.shared.forget(process.processIdentifier) }
-        // Read to end of file on a thread of its own, then reap the child.
-        let data = await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                continuation.resume(returning: pipe.fileHandleForReading.readDataToEndOfFile())
+        // Read on a thread of its own, line by line, to end of file.
+        let reader = output.fileHandleForReading
+        Thread.detachNewThread {
+            var pending = Data()
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                pending.append(chunk)
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    continuation.yield(String(decoding: pending[..<newline], as: UTF8.self))
+                    pending = Data(pending[pending.index(after: newline)...])
+                }
             }
+            if !pending.isEmpty { continuation.yield(String(decoding: pending, as: UTF8.self)) }
+            continuation.finish()
         }
+    }
+
+    /// Returns once the worker printed `ready`.
+    func ready() async throws {
+        for await line in lines where line == "ready" { return }
+        throw failure()
+    }
+
+    /// Lets a worker waiting in `--wait-for-go` start.
+    func go() {
+        try? input.fileHandleForWriting.write(contentsOf: Data("go\n".utf8))
+        try? input.fileHandleForWriting.close()
+    }
+
+    /// Waits for the worker to exit and parses its last line.
+    func result() async throws -> JSONValue {
+        try? input.fileHandleForWriting.close()
+        var last: String?
+        for await line in lines { last = line }
         process.waitUntilExit()
-        guard process.terminationStatus == 0,
-            let line = String(data: data, encoding: .utf8)?.split(separator: "\n").last
-        else {
-            throw CLIError(
-                message: "bench worker \(arguments.first ?? "") \(arguments.dropFirst().first ?? "") failed")
-        }
-        return try JSONValue(parsing: String(line))
+        ChildProcesses.shared.forget(process.processIdentifier)
+        guard process.terminationStatus == 0, let last else { throw failure() }
+        return try JSONValue(parsing: last)
+    }
+
+    private func failure() -> CLIError {
+        CLIError(message: "bench worker \(arguments.prefix(2).joined(separator: " ")) failed")
     }
 }

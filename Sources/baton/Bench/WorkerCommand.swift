@@ -19,6 +19,8 @@ struct BenchWorkerCommand: AsyncParsableCommand {
     @Option(name: .customLong("pause-us")) var pauseMicroseconds = 300
     @Option var name = "w"
     @Option var server: String?
+    /// Print `ready` once set up, then start when a line arrives on stdin (or it closes).
+    @Flag(name: .customLong("wait-for-go")) var waitForGo = false
 
     func run() async throws {
         var logger = Logger(label: "baton.bench.worker")
@@ -31,6 +33,10 @@ struct BenchWorkerCommand: AsyncParsableCommand {
             var latencies: [Double] = []
             var errors = 0
             let lease = try WriterLease(directory: shared, store: store, name: name)
+            if waitForGo {
+                CLIOutput.line("ready")
+                _ = readLine()
+            }
             let clock = ContinuousClock()
             let started = clock.now
             var index = 0
