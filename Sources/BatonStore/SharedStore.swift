@@ -107,19 +107,47 @@ public final class SharedStore: Sendable {
         }
     }
 
-    /// One IMMEDIATE transaction: check the fence, run the body, record the commit.
-    static func immediate<T>(_ db: Database, fencedBy epoch: Int64?, _ body: (StoreTransaction) throws -> T)
-        throws -> T
-    {
+    /// One IMMEDIATE transaction: check the fence, run the body, record the commit (unless it
+    /// is the lease's own bookkeeping, which the lease history records).
+    static func immediate<T>(
+        _ db: Database, fencedBy epoch: Int64?, logged: Bool = true, _ body: (StoreTransaction) throws -> T
+    ) throws -> T {
         var result: T?
         try db.inTransaction(.immediate) {
             let transaction = StoreTransaction(db: db)
             try transaction.checkFence(epoch)
             result = try body(transaction)
-            try transaction.recordCommit(fencedBy: epoch)
+            if logged { try transaction.recordCommit(fencedBy: epoch) }
             return .commit
         }
         return result!
+    }
+
+    // MARK: - Lease bookkeeping
+
+    /// Records that `name` (process `pid`) took the writer lease, in a transaction of its own
+    /// that is not a data commit (no change-sequence bump, no commit-log row: the lease history
+    /// is its record). Call only while holding the lease lock.
+    ///
+    /// - Returns: the new epoch.
+    public func beginLeaseEpoch(name: String, pid: Int32, now: Int64) throws -> Int64 {
+        try bookkeeping { try $0.beginLeaseEpoch(name: name, pid: pid, now: now) }
+    }
+
+    /// Closes the history row of `epoch`, like ``beginLeaseEpoch(name:pid:now:)`` not a data
+    /// commit. Call before unlocking the lease.
+    public func endLeaseEpoch(_ epoch: Int64) throws {
+        try bookkeeping { try $0.endLeaseEpoch(epoch) }
+    }
+
+    private func bookkeeping<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
+        do {
+            return try pool.writeWithoutTransaction { db in
+                try Self.immediate(db, fencedBy: nil, logged: false, body)
+            }
+        } catch let error as DatabaseError {
+            throw StoreError.from(error, context: "recording the writer lease")
+        }
     }
 
     /// Runs `body` on a read-only snapshot of the last commit. Never waits for a writer.

@@ -36,18 +36,22 @@ public final class StoreTransaction: StoreReader {
     }
 
     /// Bumps the change sequence and appends this commit to the commit log (who committed,
-    /// under which epoch), keeping the newest ``CommitRecord/retained`` rows.
+    /// under which epoch), keeping the newest ``CommitRecord/retained`` rows (trimmed once every
+    /// ``CommitRecord/trimInterval`` commits, so most commits touch only the log's newest page).
     func recordCommit(fencedBy epoch: Int64?) throws {
-        try cached("UPDATE change_sequence SET seq = seq + 1 WHERE id = 1").execute()
-        let sequence = try changeSequence()
+        let sequence =
+            try Int64.fetchOne(cached("UPDATE change_sequence SET seq = seq + 1 WHERE id = 1 RETURNING seq"))
+            ?? 0
         try cached(
             """
             INSERT INTO commit_log (seq, epoch, fencedEpoch, pid, at)
             VALUES (?, (SELECT epoch FROM lease WHERE id = 1), ?, ?, ?)
             """
         ).execute(arguments: [sequence, epoch, getpid(), now])
-        try cached("DELETE FROM commit_log WHERE seq <= ?").execute(
-            arguments: [sequence - CommitRecord.retained])
+        if sequence % CommitRecord.trimInterval == 0 {
+            try cached("DELETE FROM commit_log WHERE seq <= ?").execute(
+                arguments: [sequence - CommitRecord.retained])
+        }
     }
 }
 

@@ -25,6 +25,24 @@ struct LeaseRecordTests {
         #expect(history.allSatisfy { $0.released != nil })
     }
 
+    @Test("taking and releasing the lease are not data commits: no change-sequence bump, no log row")
+    func bookkeepingIsNotLogged() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        try store.registerSoup("s", indexSpecs: [])
+        let before = try store.read { (try $0.changeSequence(), try $0.commitLog().count) }
+        let epoch = try store.beginLeaseEpoch(name: "host", pid: getpid(), now: Clock.nowMillis())
+        try store.endLeaseEpoch(epoch)
+        let after = try store.read { (try $0.changeSequence(), try $0.commitLog().count) }
+        #expect(after == before)
+        let history = try store.read { try $0.leaseHistory() }
+        #expect(history.map(\.epoch) == [epoch])
+        #expect(history.first?.releaseKind == "released")
+        // The next data commit is logged under the epoch taken.
+        try store.write(fencedBy: epoch) { try $0.upsert(["a": 1], into: "s") }
+        #expect(try store.read { try $0.commitLog().last?.fencedEpoch } == epoch)
+    }
+
     @Test(
         "every commit is logged with the current epoch, its fence and the process; a rolled-back one is not")
     func commitLog() throws {

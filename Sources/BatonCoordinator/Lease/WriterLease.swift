@@ -52,7 +52,7 @@ public final class WriterLease: Sendable {
     private func begin(with lock: FileLock) throws -> Held {
         do {
             let now = Clock.nowMillis()
-            let epoch = try store.write { try $0.beginLeaseEpoch(name: name, pid: getpid(), now: now) }
+            let epoch = try store.beginLeaseEpoch(name: name, pid: getpid(), now: now)
             let held = Held(epoch: epoch, acquired: now)
             state.withLock { $0 = (held, lock) }
             return held
@@ -112,7 +112,7 @@ public final class WriterLease: Sendable {
         }
         guard let lock else { return }
         do {
-            try store.write { try $0.endLeaseEpoch(held.epoch) }
+            try store.endLeaseEpoch(held.epoch)
         } catch {
             // The row stays open; the next holder closes it as taken over.
         }

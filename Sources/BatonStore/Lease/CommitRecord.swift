@@ -5,6 +5,8 @@ import GRDB
 public struct CommitRecord: Sendable, Hashable {
     /// How many of the newest commits the log keeps.
     public static let retained: Int64 = 10_000
+    /// Older rows are deleted once every this many commits.
+    public static let trimInterval: Int64 = 100
 
     /// The change sequence this commit produced.
     public var sequence: Int64
@@ -26,7 +28,7 @@ public struct CommitRecord: Sendable, Hashable {
 }
 
 extension StoreReader {
-    /// The commit log, oldest first (at most ``CommitRecord/retained`` rows).
+    /// The commit log, oldest first (at most ``CommitRecord/retained`` + ``CommitRecord/trimInterval`` rows).
     public func commitLog() throws -> [CommitRecord] {
         try Row.fetchAll(db, sql: "SELECT * FROM commit_log ORDER BY seq").map { row in
             CommitRecord(

@@ -40,61 +40,45 @@ struct BenchCommand: AsyncParsableCommand {
         progress("machine: \(cores) cores; \(records) records, \(trials) trials")
 
         func wanted(_ name: String) -> Bool { only.isEmpty || only.contains(name) }
-        var ingest = IngestBench.Result(endToEndPerSec: 0, storePerSec: 1, grdbPerSec: 1)
-        var lifecycle = LifecycleBench.Result(stopMs: [], inFlightStopMs: [], handoverMs: [], firstPageMs: [])
+        func r(_ value: Double, _ places: Double = 10) -> Double { BenchStats.round(value, places) }
+        // Only the scenarios that ran appear, in the JSON and in the table.
+        var figures: JSONObject = [
+            "cores": .int(Int64(cores)), "records": .int(Int64(records)), "trials": .int(Int64(trials)),
+        ]
         var waste: [ResumeWasteBench.Case] = []
-        var lease = ProcessBench.Contention(writesPerSec: 0, p99Ms: 0, errors: 0)
-        var busy = lease
-        var small = 0
-        var large = 0
         if wanted("ingest") {
             progress("1/6 ingest…")
-            ingest = try await IngestBench.run(env, records: records)
-        }
-        if wanted("lifecycle") {
-            progress("2-3/6 stop and hand-over latency…")
-            lifecycle = try await LifecycleBench.run(env, trials: trials)
-        }
-        if wanted("waste") {
-            progress("4/6 resume waste…")
-            waste = try await ResumeWasteBench.run(env, records: min(records, 20_000))
-        }
-        if wanted("contention") {
-            progress("5/6 contention…")
-            // Alternating runs, pooled, so a machine that slows down mid-way weighs on both sides.
-            (lease, busy) = try await ProcessBench.alternatingContention(env, runs: min(max(trials, 1), 5))
-        }
-        if wanted("memory") {
-            progress("6/6 memory…")
-            small = try await ProcessBench.peakRSS(env, records: 10_000)
-            large = try await ProcessBench.peakRSS(env, records: 200_000)
-        }
-        await env.finish()
-
-        let worst = waste.max { $0.extra < $1.extra }
-        func r(_ value: Double, _ places: Double = 10) -> Double { BenchStats.round(value, places) }
-        let figures: JSONObject = [
-            "cores": .int(Int64(cores)), "records": .int(Int64(records)), "trials": .int(Int64(trials)),
-            "ingest": [
+            let ingest = try await IngestBench.run(env, records: records)
+            figures["ingest"] = [
                 "endToEndPerSec": .double(r(ingest.endToEndPerSec, 1)),
                 "storePerSec": .double(r(ingest.storePerSec, 1)),
                 "grdbPerSec": .double(r(ingest.grdbPerSec, 1)),
                 "ratio": .double(r(ingest.endToEndPerSec / ingest.storePerSec, 1000)),
                 "storeVsGrdb": .double(r(ingest.storePerSec / ingest.grdbPerSec, 1000)),
-            ],
-            "stop": [
-                "p50Ms": .double(r(BenchStats.percentile(lifecycle.stopMs, 50))),
-                "p99Ms": .double(r(BenchStats.percentile(lifecycle.stopMs, 99))),
-                "inFlightP50Ms": .double(r(BenchStats.percentile(lifecycle.inFlightStopMs, 50))),
-                "inFlightP99Ms": .double(r(BenchStats.percentile(lifecycle.inFlightStopMs, 99))),
-            ],
-            "handover": [
-                "p50Ms": .double(r(BenchStats.percentile(lifecycle.handoverMs, 50))),
-                "p99Ms": .double(r(BenchStats.percentile(lifecycle.handoverMs, 99))),
-                "firstPageP50Ms": .double(r(BenchStats.percentile(lifecycle.firstPageMs, 50))),
-                "firstPageP99Ms": .double(r(BenchStats.percentile(lifecycle.firstPageMs, 99))),
-            ],
-            "resumeWaste": [
+            ]
+        }
+        if wanted("lifecycle") {
+            progress("2-3/6 stop and hand-over latency…")
+            let lifecycle = try await LifecycleBench.run(env, trials: trials)
+            func p(_ values: [Double], _ percentile: Double) -> JSONValue {
+                .double(r(BenchStats.percentile(values, percentile)))
+            }
+            figures["stop"] = [
+                "p50Ms": p(lifecycle.stopMs, 50), "p99Ms": p(lifecycle.stopMs, 99),
+                "inFlightP50Ms": p(lifecycle.inFlightStopMs, 50),
+                "inFlightP99Ms": p(lifecycle.inFlightStopMs, 99),
+            ]
+            figures["handover"] = [
+                "p50Ms": p(lifecycle.handoverMs, 50), "p99Ms": p(lifecycle.handoverMs, 99),
+                "firstPageP50Ms": p(lifecycle.firstPageMs, 50),
+                "firstPageP99Ms": p(lifecycle.firstPageMs, 99),
+            ]
+        }
+        if wanted("waste") {
+            progress("4/6 resume waste…")
+            waste = try await ResumeWasteBench.run(env, records: min(records, 20_000))
+            let worst = waste.max { $0.extra < $1.extra }
+            figures["resumeWaste"] = [
                 "maxExtraRecords": .int(Int64(waste.map(\.extra).max() ?? 0)),
                 "boundaryTies": .int(Int64(worst?.boundaryTies ?? 0)),
                 "maxExtraBeyondTies": .int(Int64(waste.map { $0.extra - $0.boundaryTies }.max() ?? 0)),
@@ -105,19 +89,34 @@ struct BenchCommand: AsyncParsableCommand {
                             "extra": .int(Int64($0.extra)), "boundaryTies": .int(Int64($0.boundaryTies)),
                         ]
                     }),
-            ],
-            "contention": [
+            ]
+        }
+        if wanted("contention") {
+            progress("5/6 contention…")
+            // Alternating runs, pooled, so a machine that slows down mid-way weighs on both sides.
+            let (lease, busy) = try await ProcessBench.alternatingContention(
+                env, runs: min(max(trials, 1), 5))
+            figures["contention"] = [
                 "batonWritesPerSec": .double(r(lease.writesPerSec)),
                 "baselineWritesPerSec": .double(r(busy.writesPerSec)),
+                "writesRatio": .double(r(lease.writesPerSec / max(busy.writesPerSec, 1e-9), 1000)),
                 "batonErrors": .int(Int64(lease.errors)), "baselineErrors": .int(Int64(busy.errors)),
                 "batonP99Ms": .double(r(lease.p99Ms, 100)), "baselineP99Ms": .double(r(busy.p99Ms, 100)),
-            ],
-            "memory": [
+                "p99Ratio": .double(r(lease.p99Ms / max(busy.p99Ms, 1e-9), 1000)),
+            ]
+        }
+        if wanted("memory") {
+            progress("6/6 memory…")
+            let small = try await ProcessBench.peakRSS(env, records: 10_000)
+            let large = try await ProcessBench.peakRSS(env, records: 200_000)
+            figures["memory"] = [
                 "smallRecords": 10_000, "largeRecords": 200_000, "smallPeakKiB": .int(Int64(small)),
                 "largePeakKiB": .int(Int64(large)),
                 "ratio": .double(r(Double(large) / Double(max(1, small)), 1000)),
-            ],
-        ]
+            ]
+        }
+        await env.finish()
+
         let table = Self.table(figures, waste: waste)
         for line in table { CLIOutput.line(line) }
         if let json {
@@ -138,22 +137,54 @@ struct BenchCommand: AsyncParsableCommand {
             if let int = value.intValue, value.doubleValue == Double(int) { return String(int) }
             return value.doubleValue.map { String($0) } ?? value.jsonString
         }
-        var lines = [
-            "| scenario | Baton | baseline | ratio |", "|---|---|---|---|",
-            "| ingest, records/s (end to end vs store limit) | \(v("ingest.endToEndPerSec")) | \(v("ingest.storePerSec")) | \(v("ingest.ratio")) |",
-            "| ingest, store limit vs plain GRDB INSERT … ON CONFLICT, records/s | \(v("ingest.storePerSec")) | \(v("ingest.grdbPerSec")) | \(v("ingest.storeVsGrdb")) |",
-            "| stop latency p50 / p99, ms (signal → lease released) | \(v("stop.p50Ms")) / \(v("stop.p99Ms")) | with request in flight: \(v("stop.inFlightP50Ms")) / \(v("stop.inFlightP99Ms")) | |",
-            "| hand-over p50 / p99, ms (signal → extension holds lease) | \(v("handover.p50Ms")) / \(v("handover.p99Ms")) | first page committed: \(v("handover.firstPageP50Ms")) / \(v("handover.firstPageP99Ms")) | |",
-            "| resume waste, max extra records | \(v("resumeWaste.maxExtraRecords")) | boundary ties there: \(v("resumeWaste.boundaryTies")) | |",
-            "| contention, committed writes/s (8 processes) | \(v("contention.batonWritesPerSec")) | \(v("contention.baselineWritesPerSec")) (busy timeout) | |",
-            "| contention, p99 write latency ms | \(v("contention.batonP99Ms")) | \(v("contention.baselineP99Ms")) | |",
-            "| contention, errors (SQLITE_BUSY) | \(v("contention.batonErrors")) | \(v("contention.baselineErrors")) | |",
-            "| memory, peak RSS KiB (200k vs 10k records) | \(v("memory.largePeakKiB")) | \(v("memory.smallPeakKiB")) | \(v("memory.ratio")) |",
-            "", "machine: \(v("cores")) cores; records \(v("records")); trials \(v("trials"))", "",
-            "| resume waste: stop at | records per time stamp | extra fetched | boundary ties |",
-            "|---|---|---|---|",
+        let rows: [(section: String, row: String)] = [
+            (
+                "ingest",
+                "| ingest, records/s (end to end vs store limit) | \(v("ingest.endToEndPerSec")) | \(v("ingest.storePerSec")) | \(v("ingest.ratio")) |"
+            ),
+            (
+                "ingest",
+                "| ingest, store limit vs plain GRDB INSERT … ON CONFLICT, records/s | \(v("ingest.storePerSec")) | \(v("ingest.grdbPerSec")) | \(v("ingest.storeVsGrdb")) |"
+            ),
+            (
+                "stop",
+                "| stop latency p50 / p99, ms (signal → lease released) | \(v("stop.p50Ms")) / \(v("stop.p99Ms")) | with request in flight: \(v("stop.inFlightP50Ms")) / \(v("stop.inFlightP99Ms")) | |"
+            ),
+            (
+                "handover",
+                "| hand-over p50 / p99, ms (signal → extension holds lease) | \(v("handover.p50Ms")) / \(v("handover.p99Ms")) | first page committed: \(v("handover.firstPageP50Ms")) / \(v("handover.firstPageP99Ms")) | |"
+            ),
+            (
+                "resumeWaste",
+                "| resume waste, max extra records | \(v("resumeWaste.maxExtraRecords")) | boundary ties there: \(v("resumeWaste.boundaryTies")) | |"
+            ),
+            (
+                "contention",
+                "| contention, committed writes/s (8 processes) | \(v("contention.batonWritesPerSec")) | \(v("contention.baselineWritesPerSec")) (busy timeout) | \(v("contention.writesRatio")) |"
+            ),
+            (
+                "contention",
+                "| contention, p99 write latency ms | \(v("contention.batonP99Ms")) | \(v("contention.baselineP99Ms")) | \(v("contention.p99Ratio")) |"
+            ),
+            (
+                "contention",
+                "| contention, errors (SQLITE_BUSY) | \(v("contention.batonErrors")) | \(v("contention.baselineErrors")) | |"
+            ),
+            (
+                "memory",
+                "| memory, peak RSS KiB (200k vs 10k records) | \(v("memory.largePeakKiB")) | \(v("memory.smallPeakKiB")) | \(v("memory.ratio")) |"
+            ),
         ]
-        lines += waste.map { "| \($0.stopAt)% | \($0.tie) | \($0.extra) | \($0.boundaryTies) |" }
+        var lines = ["| scenario | Baton | baseline | ratio |", "|---|---|---|---|"]
+        lines += rows.filter { f[$0.section] != nil }.map(\.row)
+        lines += ["", "machine: \(v("cores")) cores; records \(v("records")); trials \(v("trials"))"]
+        if !waste.isEmpty {
+            lines += [
+                "", "| resume waste: stop at | records per time stamp | extra fetched | boundary ties |",
+                "|---|---|---|---|",
+            ]
+            lines += waste.map { "| \($0.stopAt)% | \($0.tie) | \($0.extra) | \($0.boundaryTies) |" }
+        }
         return lines
     }
 }
