@@ -19,10 +19,12 @@ public final class SharedStore: Sendable {
     public let directory: SharedDirectory
     let pool: DatabasePool
     let logger: Logger
+    let checkpoints: WALCheckpoints
 
-    init(directory: SharedDirectory, pool: DatabasePool, logger: Logger) {
+    init(directory: SharedDirectory, pool: DatabasePool, checkpoints: WALCheckpoints, logger: Logger) {
         self.directory = directory
         self.pool = pool
+        self.checkpoints = checkpoints
         self.logger = logger
     }
 
@@ -50,6 +52,7 @@ public final class SharedStore: Sendable {
         let previousMask = umask(0o077)
         defer { umask(previousMask) }
         do {
+            let checkpoints = WALCheckpoints()
             var configuration = Configuration()
             configuration.busyMode = .timeout(10)
             configuration.label = "baton.store"
@@ -61,6 +64,7 @@ public final class SharedStore: Sendable {
                 }
                 guard code == SQLITE_OK else { throw DatabaseError(resultCode: ResultCode(rawValue: code)) }
                 try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                checkpoints.install(on: db)
             }
             let pool = try DatabasePool(path: path, configuration: configuration)
             let migrator = StoreMigrations.migrator
@@ -70,7 +74,7 @@ public final class SharedStore: Sendable {
                     "the store in \(directory.path) was written by a newer Baton; upgrade baton to open it")
             }
             try migrator.migrate(pool)
-            return SharedStore(directory: directory, pool: pool, logger: logger)
+            return SharedStore(directory: directory, pool: pool, checkpoints: checkpoints, logger: logger)
         } catch let error as DatabaseError {
             throw StoreError.from(error, context: "opening \(path)")
         }
@@ -178,8 +182,25 @@ public final class SharedStore: Sendable {
     public func checkpoint() throws {
         do {
             _ = try pool.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+            checkpoints.checkpointed()
         } catch let error as DatabaseError {
             throw StoreError.from(error, context: "checkpointing")
+        }
+    }
+
+    /// Holds this process's automatic WAL checkpoints back until ``releaseCheckpoints()``. The
+    /// writer lease does this while held, so no process queued for it waits for a checkpoint.
+    public func holdCheckpoints() {
+        checkpoints.hold()
+    }
+
+    /// Ends a ``holdCheckpoints()`` and runs the checkpoint it held back, if one is due.
+    public func releaseCheckpoints() {
+        guard checkpoints.release() else { return }
+        do {
+            try checkpoint()
+        } catch {
+            logger.warning("WAL checkpoint failed", metadata: ["error": "\(error)"])
         }
     }
 

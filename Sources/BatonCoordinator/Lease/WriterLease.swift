@@ -55,6 +55,7 @@ public final class WriterLease: Sendable {
             let epoch = try store.beginLeaseEpoch(name: name, pid: getpid(), now: now)
             let held = Held(epoch: epoch, acquired: now)
             state.withLock { $0 = (held, lock) }
+            store.holdCheckpoints()
             return held
         } catch {
             lock.unlock()
@@ -117,6 +118,8 @@ public final class WriterLease: Sendable {
             // The row stays open; the next holder closes it as taken over.
         }
         lock.unlock()
+        // Checkpoints held back while the lease was held run now, while nobody waits for them.
+        store.releaseCheckpoints()
     }
 }
 
