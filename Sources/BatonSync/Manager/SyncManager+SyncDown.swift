@@ -3,7 +3,9 @@ import BatonStore
 extension SyncManager {
     /// Fetches page by page; each page is saved with the sync's progress (and, when sorted, its
     /// maxTimeStamp) in one short write transaction, so a stop or a kill loses at most the page
-    /// in flight.
+    /// in flight. The next page is fetched while the current one is saved (network and store
+    /// overlap); a stop cancels that fetch, and the page it was getting is simply missing, to be
+    /// fetched by the restart.
     func runSyncDown(_ state: inout SyncState, inclusive: Bool, onUpdate: SyncUpdateBlock?) async throws {
         let target = try factory.syncDownTarget(from: state.target)
         let sorted = target.isSyncDownSortedByLatestModification()
@@ -20,10 +22,13 @@ extension SyncManager {
             }
             if sorted { state.maxTimeStamp = newest }
             state.progress = state.totalSize > 0 ? min(100, fetched * 100 / state.totalSize) : 0
-            try await savePage(page.records, state: state, idField: target.idFieldName)
+            // Leaving the loop by a throw cancels (and awaits) this fetch.
+            let current = page
+            async let following = target.continueFetch(after: current)
+            try await savePage(current.records, state: state, idField: target.idFieldName)
             notify(state, onUpdate: onUpdate)
             try checkpoint(state.id)
-            guard let next = try await target.continueFetch(after: page) else { break }
+            guard let next = try await following else { break }
             page = next
         }
         // Unsorted fetches may deliver an old record last, so only a complete run may move

@@ -54,10 +54,6 @@ final class BenchEnvironment: @unchecked Sendable {
         return logger
     }
 
-    func served() async throws -> Int {
-        Int(try await client.adminStats().value(atPath: "recordsServed.Account")?.intValue ?? 0)
-    }
-
     /// Replaces the server's accounts with `count` fresh ones, `tie` per time stamp.
     func reseed(_ count: Int, tie: Int = 1, bytes: Int = 400) async throws {
         try await client.adminReset(type: "Account")
