@@ -13,15 +13,15 @@ struct StopRestartTests {
             let ids = try await f.client.adminSeed(type: "Account", count: 10)
             try await f.client.adminSetFaults(["latencyMs": 150])
             let log = UpdateLog()
+            let requestsBefore = f.server.server.requestCount
             let sync = try await f.manager.syncDown(
                 target: try f.soqlTarget(batchSize: 1), soupName: "accounts", name: "accounts",
                 onUpdate: log.block)
             #expect(sync.status == .running)
 
-            // Stop while the request for page 6 is in flight.
+            // Stop while the request for page 6 (sent as page 5 began saving) is in flight.
             _ = await log.first { $0.progress == 50 }
-            let requestsBefore = f.server.server.requestCount
-            await f.server.server.waitForRequests(requestsBefore + 1)
+            await f.server.server.waitForRequests(requestsBefore + 6)
             await f.manager.stop()
             #expect(await f.manager.isStopping())
             #expect(!(await f.manager.isStopped()))
