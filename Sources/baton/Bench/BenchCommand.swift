@@ -16,7 +16,10 @@ struct BenchCommand: AsyncParsableCommand {
 
     @Option(help: "Records for ingest and resume waste.") var records = 100_000
     @Option(help: "Trials for the latency scenarios.") var trials = 10
-    @Option(help: "Run only these scenarios: ingest, lifecycle, waste, contention, memory (default: all).")
+    @Option(
+        help:
+            "Run only this scenario (repeat for several): ingest, lifecycle, waste, contention, memory (default: all)."
+    )
     var only: [String] = []
     @Option(help: "Write the figures as JSON to this file.") var json: String?
     @Option(help: "Write the table as Markdown to this file.") var markdown: String?
