@@ -62,16 +62,24 @@ struct RouteTests {
         }
     }
 
+    /// Expects `soql` to be refused with a 400 `MALFORMED_QUERY` whose message contains `reason`.
+    func expectMalformed(
+        _ client: RESTClient, _ soql: String, saying reason: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        await #expect(sourceLocation: sourceLocation) {
+            try await client.queryFirstPage(soql)
+        } throws: { error in
+            let error = error as? RESTError
+            return error?.status == 400 && error?.errorCode == "MALFORMED_QUERY"
+                && error?.message.contains(reason) == true
+        }
+    }
+
     @Test("a malformed query is a MALFORMED_QUERY error naming the position")
     func malformedQuery() async throws {
         try await withLiveServer { _, client in
-            await #expect {
-                try await client.queryFirstPage("SELECT Id FROM")
-            } throws: { error in
-                let error = error as? RESTError
-                return error?.status == 400 && error?.errorCode == "MALFORMED_QUERY"
-                    && error?.message.contains("position") == true
-            }
+            await expectMalformed(client, "SELECT Id FROM", saying: "position")
         }
     }
 
@@ -81,21 +89,9 @@ struct RouteTests {
             let deep =
                 "SELECT Id FROM Account WHERE " + String(repeating: "(", count: 40) + "Name = 'a'"
                 + String(repeating: ")", count: 40)
-            await #expect {
-                try await client.queryFirstPage(deep)
-            } throws: { error in
-                let error = error as? RESTError
-                return error?.status == 400 && error?.errorCode == "MALFORMED_QUERY"
-                    && error?.message.contains("nested deeper than 32") == true
-            }
+            await expectMalformed(client, deep, saying: "nested deeper than 32")
             let long = "SELECT Id FROM Account WHERE Name = '" + String(repeating: "a", count: 100_001) + "'"
-            await #expect {
-                try await client.queryFirstPage(long)
-            } throws: { error in
-                let error = error as? RESTError
-                return error?.status == 400 && error?.errorCode == "MALFORMED_QUERY"
-                    && error?.message.contains("longer than 100000 characters") == true
-            }
+            await expectMalformed(client, long, saying: "longer than 100000 characters")
         }
     }
 
