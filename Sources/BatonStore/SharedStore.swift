@@ -20,25 +20,37 @@ public final class SharedStore: Sendable {
     let pool: DatabasePool
     let logger: Logger
     let checkpoints: WALCheckpoints
+    let writeGuard: WriteGuard
 
-    init(directory: SharedDirectory, pool: DatabasePool, checkpoints: WALCheckpoints, logger: Logger) {
+    init(
+        directory: SharedDirectory, pool: DatabasePool, checkpoints: WALCheckpoints, writeGuard: WriteGuard,
+        logger: Logger
+    ) {
         self.directory = directory
         self.pool = pool
         self.checkpoints = checkpoints
+        self.writeGuard = writeGuard
         self.logger = logger
     }
+
+    /// Storage-fault injection for this store (tests and chaos runs only).
+    @_spi(Faults) public var faults: StorageFaults { writeGuard.faults }
 
     /// Opens the store in `directory`, creating and migrating it if needed.
     ///
     /// Opening and migrating happen under an exclusive `flock` on `D/setup.lock`, so processes
     /// that start together never race on the schema. The store file gets mode 0600.
     ///
-    /// - Parameter create: when false, a missing store is an error instead of being created.
+    /// - Parameters:
+    ///   - create: when false, a missing store is an error instead of being created.
+    ///   - busyTimeout: how long a write waits for a lock held by another process before it
+    ///     fails with "database is locked".
     /// - Throws: ``StoreError`` (`notADatabase` when the file is not SQLite, `schemaTooNew` when a
-    ///   newer Baton wrote it).
-    public static func open(directory: SharedDirectory, create: Bool = true, logger: Logger) throws
-        -> SharedStore
-    {
+    ///   newer Baton wrote it, `storeFileChanged` when the store file is missing but its WAL is
+    ///   still there, as when the store was moved or deleted while in use).
+    public static func open(
+        directory: SharedDirectory, create: Bool = true, busyTimeout: Duration = .seconds(10), logger: Logger
+    ) throws -> SharedStore {
         let setupLock = try FileLock(path: directory.setupLockPath)
         try setupLock.lock()
         defer { setupLock.unlock() }
@@ -49,12 +61,23 @@ public final class SharedStore: Sendable {
                 .directoryUnavailable,
                 "no store in \(directory.path); start a participant there or pass the right --dir")
         }
+        if !FileManager.default.fileExists(atPath: path),
+            FileManager.default.fileExists(atPath: path + "-wal")
+        {
+            // A new store beside an old WAL would take the WAL's frames as its own (or reset it),
+            // damaging the store it belongs to, wherever that was moved.
+            throw StoreError(
+                .storeFileChanged,
+                "\(path) is missing but its write-ahead log \(path)-wal is still there: the store was moved or deleted while in use; put it back, or move \(path)-wal and \(path)-shm away to start a new store"
+            )
+        }
         let previousMask = umask(0o077)
         defer { umask(previousMask) }
         do {
             let checkpoints = WALCheckpoints()
+            let writeGuard = WriteGuard(busyTimeout: busyTimeout, path: path)
             var configuration = Configuration()
-            configuration.busyMode = .timeout(10)
+            configuration.busyMode = .callback(writeGuard.busyCallback())
             configuration.label = "baton.store"
             configuration.prepareDatabase { db in
                 // Keep -wal and -shm in place so read-only openers never find them missing.
@@ -74,7 +97,10 @@ public final class SharedStore: Sendable {
                     "the store in \(directory.path) was written by a newer Baton; upgrade baton to open it")
             }
             try migrator.migrate(pool)
-            return SharedStore(directory: directory, pool: pool, checkpoints: checkpoints, logger: logger)
+            writeGuard.identity.record()
+            return SharedStore(
+                directory: directory, pool: pool, checkpoints: checkpoints, writeGuard: writeGuard,
+                logger: logger)
         } catch let error as DatabaseError {
             throw StoreError.from(error, context: "opening \(path)")
         }
@@ -84,44 +110,61 @@ public final class SharedStore: Sendable {
 
     /// Runs `body` in one `IMMEDIATE` write transaction and bumps the change sequence.
     ///
-    /// - Parameter epoch: when given, the transaction commits only if the lease epoch in the
-    ///   store still equals it (fencing); otherwise it rolls back with `staleEpoch`.
+    /// - Parameters:
+    ///   - epoch: when given, the transaction commits only if the lease epoch in the store still
+    ///     equals it (fencing); otherwise it rolls back with `staleEpoch`.
+    ///   - deadline: when given, a wait for a lock held by another process ends there (the
+    ///     store's busy timeout applies too).
     /// - Returns: the body's result.
+    /// - Throws: ``StoreError``; the transaction rolled back whole.
     @discardableResult
-    public func write<T>(fencedBy epoch: Int64? = nil, _ body: (StoreTransaction) throws -> T) throws -> T {
+    public func write<T>(
+        fencedBy epoch: Int64? = nil, deadline: ContinuousClock.Instant? = nil,
+        _ body: (StoreTransaction) throws -> T
+    ) throws -> T {
         do {
-            return try pool.writeWithoutTransaction { db in try Self.immediate(db, fencedBy: epoch, body) }
-        } catch let error as DatabaseError {
-            throw StoreError.from(error, context: "writing")
-        }
-    }
-
-    /// The async form of ``write(fencedBy:_:)``: suspends instead of blocking while the write
-    /// connection is busy.
-    @discardableResult
-    public func write<T: Sendable>(
-        fencedBy epoch: Int64? = nil, _ body: @escaping @Sendable (StoreTransaction) throws -> T
-    ) async throws -> T {
-        do {
-            return try await pool.writeWithoutTransaction { db in
-                try Self.immediate(db, fencedBy: epoch, body)
+            return try pool.writeWithoutTransaction { db in
+                try immediate(db, fencedBy: epoch, deadline: deadline, body)
             }
         } catch let error as DatabaseError {
             throw StoreError.from(error, context: "writing")
         }
     }
 
-    /// One IMMEDIATE transaction: check the fence, run the body, record the commit (unless it
-    /// is the lease's own bookkeeping, which the lease history records).
-    static func immediate<T>(
-        _ db: Database, fencedBy epoch: Int64?, logged: Bool = true, _ body: (StoreTransaction) throws -> T
+    /// The async form of ``write(fencedBy:deadline:_:)``: suspends instead of blocking while the
+    /// write connection is busy.
+    @discardableResult
+    public func write<T: Sendable>(
+        fencedBy epoch: Int64? = nil, deadline: ContinuousClock.Instant? = nil,
+        _ body: @escaping @Sendable (StoreTransaction) throws -> T
+    ) async throws -> T {
+        do {
+            return try await pool.writeWithoutTransaction { db in
+                try self.immediate(db, fencedBy: epoch, deadline: deadline, body)
+            }
+        } catch let error as DatabaseError {
+            throw StoreError.from(error, context: "writing")
+        }
+    }
+
+    /// One IMMEDIATE transaction: refuse a store file that changed under us, check the fence,
+    /// run the body, record the commit (unless it is the lease's own bookkeeping, which the
+    /// lease history records), and let an injected fault fail the commit.
+    func immediate<T>(
+        _ db: Database, fencedBy epoch: Int64?, deadline: ContinuousClock.Instant? = nil, logged: Bool = true,
+        _ body: (StoreTransaction) throws -> T
     ) throws -> T {
+        if let problem = writeGuard.identity.problem() {
+            throw StoreError(.storeFileChanged, "\(problem); nothing was written, and nothing will be")
+        }
+        writeGuard.beginWrite(deadline: deadline)
         var result: T?
         try db.inTransaction(.immediate) {
             let transaction = StoreTransaction(db: db)
             try transaction.checkFence(epoch)
             result = try body(transaction)
             if logged { try transaction.recordCommit(fencedBy: epoch) }
+            if let fault = writeGuard.faults.nextWrite() { try writeGuard.faults.raise(fault) }
             return .commit
         }
         return result!
@@ -140,14 +183,20 @@ public final class SharedStore: Sendable {
 
     /// Closes the history row of `epoch`, like ``beginLeaseEpoch(name:pid:now:)`` not a data
     /// commit. Call before unlocking the lease.
-    public func endLeaseEpoch(_ epoch: Int64) throws {
-        try bookkeeping { try $0.endLeaseEpoch(epoch) }
+    ///
+    /// - Parameter deadline: a lock held by another process is waited for until then at most
+    ///   (a release must not hang on a store locked elsewhere; the row then stays open and the
+    ///   next holder closes it).
+    public func endLeaseEpoch(_ epoch: Int64, deadline: ContinuousClock.Instant? = nil) throws {
+        try bookkeeping(deadline: deadline) { try $0.endLeaseEpoch(epoch) }
     }
 
-    private func bookkeeping<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
+    private func bookkeeping<T>(
+        deadline: ContinuousClock.Instant? = nil, _ body: (StoreTransaction) throws -> T
+    ) throws -> T {
         do {
             return try pool.writeWithoutTransaction { db in
-                try Self.immediate(db, fencedBy: nil, logged: false, body)
+                try immediate(db, fencedBy: nil, deadline: deadline, logged: false, body)
             }
         } catch let error as DatabaseError {
             throw StoreError.from(error, context: "recording the writer lease")
@@ -174,8 +223,25 @@ public final class SharedStore: Sendable {
 
     /// Interrupts the statement in flight on any connection; its transaction rolls back and the
     /// caller gets a `StoreError` with code `interrupted`. Used when a stop passes its deadline.
+    ///
+    /// Until ``resumeWrites()``, writes also stop waiting for a lock held by another process
+    /// (SQLite's interrupt does not reach a connection asleep in its busy handler): they fail at
+    /// once with "database is locked" instead, so a stop and a release never hang on a store
+    /// locked elsewhere.
     public func interrupt() {
+        writeGuard.abandonWrites()
         pool.interrupt()
+    }
+
+    /// Ends the effect of ``interrupt()`` on lock waits.
+    public func resumeWrites() {
+        writeGuard.resumeWrites()
+    }
+
+    /// Why this process must no longer write to the store (its file was deleted, renamed or
+    /// replaced), or nil when all is well.
+    public func fileProblem() -> String? {
+        writeGuard.identity.problem()
     }
 
     /// A passive WAL checkpoint: copies what it can without waiting for readers.

@@ -18,6 +18,8 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case unknownSync = "unknown_sync"
         case duplicateSyncName = "duplicate_sync_name"
         case staleEpoch = "stale_epoch"
+        /// The store file was deleted, renamed or replaced while open; this process no longer writes.
+        case storeFileChanged = "store_file_changed"
         case interrupted
         case database
     }

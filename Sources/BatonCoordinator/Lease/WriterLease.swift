@@ -105,7 +105,11 @@ public final class WriterLease: Sendable {
 
     /// Closes the history row and unlocks (closing the descriptor, which wakes the waiters);
     /// does nothing unless `held` is the current holding.
-    public func release(_ held: Held) {
+    ///
+    /// - Parameter bookkeepingDeadline: how long closing the row may wait for a lock held by
+    ///   another process; past it (or on any failure) the row stays open and the next holder
+    ///   closes it. The lock is released either way.
+    public func release(_ held: Held, bookkeepingDeadline: ContinuousClock.Instant? = nil) {
         let lock = state.withLock { state -> FileLock? in
             guard state.held == held else { return nil }
             defer { state = (nil, nil) }
@@ -113,7 +117,7 @@ public final class WriterLease: Sendable {
         }
         guard let lock else { return }
         do {
-            try store.endLeaseEpoch(held.epoch)
+            try store.endLeaseEpoch(held.epoch, deadline: bookkeepingDeadline)
         } catch {
             // The row stays open; the next holder closes it as taken over.
         }

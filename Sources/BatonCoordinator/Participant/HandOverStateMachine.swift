@@ -21,6 +21,8 @@ public struct HandOverStateMachine: Sendable, Hashable {
         /// A higher-priority participant is foreground and waiting.
         case yield
         case shutdown
+        /// The store file was deleted, renamed or replaced: this process must not write.
+        case storeLost = "store-lost"
     }
 
     public enum Action: Sendable, Hashable {
@@ -78,6 +80,15 @@ public struct HandOverStateMachine: Sendable, Hashable {
         guard phase == .writer, !shuttingDown else { return [] }
         phase = .releasing
         return [.publish, .stopAndRelease(.yield)]
+    }
+
+    /// The writer can no longer write (its store file went away): hand the lease over. It
+    /// waits for the lease again afterwards if still foreground, and fails to record it until
+    /// the store is back.
+    public mutating func cannotWrite() -> [Action] {
+        guard phase == .writer, !shuttingDown else { return [] }
+        phase = .releasing
+        return [.publish, .stopAndRelease(.storeLost)]
     }
 
     /// The lease was released after a `stopAndRelease`.

@@ -17,7 +17,16 @@ public actor Participant {
         case leaseFailed(String)
         case syncUpdate(SyncState)
         case retry(String)
+        /// Try again what failed on a storage error: taking the lease, starting syncs as
+        /// writer, publishing the status.
+        case recover(Recovery)
         case shutdown
+    }
+
+    enum Recovery: String, Sendable {
+        case lease
+        case writerStart = "writer-start"
+        case publish
     }
 
     let configuration: ParticipantConfiguration
@@ -39,6 +48,11 @@ public actor Participant {
     /// Failures in a row of each configured sync, and the retries waiting to fire.
     var failures: [String: Int] = [:]
     var retries: [String: Task<Void, Never>] = [:]
+    /// What keeps this participant from its work now (published in its status), and the
+    /// recoveries waiting to fire with their failures in a row.
+    var problem: String?
+    var recoveries: [Recovery: Task<Void, Never>] = [:]
+    var recoveryFailures: [Recovery: Int] = [:]
     nonisolated let events: AsyncStream<Event>
     nonisolated let sink: AsyncStream<Event>.Continuation
 
@@ -116,6 +130,8 @@ public actor Participant {
             await acquiring?.value
             await ghostCleaning?.value
             cancelRetries()
+            for task in recoveries.values { task.cancel() }
+            recoveries = [:]
             group.cancelAll()
         }
         log.log("exited")
@@ -134,6 +150,7 @@ public actor Participant {
             }
             if case .changed(let sub, _) = change, sub != "lifecycle", sub != "participants" { return false }
             if (try? await carryOut(readLifecycle())) == true { return true }
+            if await checkStoreFile() { return false }
             if machine.phase != .writer {
                 await manager.setNotAcceptingHint(
                     "participant '\(configuration.name)' does not hold the writer lease\(writerHint())")
@@ -153,6 +170,8 @@ public actor Participant {
                 return false
             }
             self.held = held
+            recoveryFailures[.lease] = nil
+            if problem?.hasPrefix("could not record") == true { setProblem(nil) }
             let waited = ParticipantLog.monotonicMillis() - acquireStarted
             log.log(
                 "lease.acquired",
@@ -162,7 +181,13 @@ public actor Participant {
             acquiring = nil
             log.log("lease.failed", ["reason": .string(reason)])
             logger.error("could not take the writer lease", metadata: ["baton.reason": "\(reason)"])
+            // Still waiting for the lease, with nothing waiting: try again after a pause.
+            setProblem("could not record the writer lease (\(reason)); trying again")
+            scheduleRecovery(.lease)
             return false
+        case .recover(let recovery):
+            recoveries[recovery] = nil
+            return await recover(recovery)
         case .syncUpdate(let state):
             await syncUpdated(state)
             return false
@@ -207,7 +232,7 @@ public actor Participant {
         for action in actions {
             switch action {
             case .publish:
-                try? publish()
+                publishOrRetry()
             case .startAcquiring:
                 startAcquiring()
             case .cancelAcquiring:
@@ -286,16 +311,22 @@ public actor Participant {
                 guard let state = try await manager.getSyncStatus(name: name) else { continue }
                 queueGhostCleaning(syncId: state.id, name: name)
             }
+            recoveryFailures[.writerStart] = nil
+            if problem?.hasPrefix("could not start") == true { setProblem(nil) }
         } catch {
             logger.error("could not start syncs as writer", metadata: ["baton.error": "\(error)"])
             log.log("writer.error", ["error": .string(String(describing: error))])
+            // Holding the lease with nothing running helps nobody: try again after a pause.
+            setProblem("could not start syncs as writer (\(error)); trying again")
+            scheduleRecovery(.writerStart)
         }
         await noteManagerState()
     }
 
     func runConfigured(_ sync: ConfiguredSync) async throws {
         if let existing = try await manager.getSyncStatus(name: sync.name) {
-            guard existing.status != .running else { return }
+            // Persisted `running` but not running here (its end could not be written): the
+            // manager resumes it; one it runs already answers `alreadyRunning`.
             do {
                 try await manager.reSync(id: existing.id)
             } catch let error as SyncError where error.code == .alreadyRunning {
@@ -345,6 +376,7 @@ public actor Participant {
         }
         await manager.waitUntilStopped()
         watchdog.cancel()
+        cancelRecovery(.writerStart)
         let stopMs = ParticipantLog.monotonicMillis() - started
         log.log("stopped", ["stopMs": .double((stopMs * 10).rounded() / 10)])
         await noteManagerState()
@@ -353,7 +385,12 @@ public actor Participant {
         await manager.setNotAcceptingHint(
             "participant '\(configuration.name)' does not hold the writer lease")
         if let held {
-            lease.release(held)
+            // Closing the history row waits for a lock held elsewhere only until the stop's
+            // deadline plus a little: past it the row stays open, and the next holder closes it.
+            let bookkeepingDeadline =
+                ContinuousClock.now
+                + max(.milliseconds(200), deadline - .milliseconds(Int64(stopMsSoFar(started))))
+            lease.release(held, bookkeepingDeadline: bookkeepingDeadline)
             self.held = nil
             let totalMs = ParticipantLog.monotonicMillis() - started
             log.log(
@@ -363,6 +400,11 @@ public actor Participant {
                     "releaseMs": .double((totalMs * 10).rounded() / 10),
                 ])
         }
+        store.resumeWrites()
+    }
+
+    func stopMsSoFar(_ started: Double) -> Double {
+        ParticipantLog.monotonicMillis() - started
     }
 
     func syncUpdated(_ state: SyncState) async {
@@ -380,7 +422,9 @@ public actor Participant {
         if let name = state.name, configuration.syncs.contains(where: { $0.name == name }) {
             switch state.status {
             case .done: failures[name] = nil
-            case .failed: scheduleRetry(name)
+            case .failed:
+                if await checkStoreFile() { break }
+                scheduleRetry(name)
             default: break
             }
         }
@@ -433,6 +477,81 @@ public actor Participant {
         retries = [:]
     }
 
+    // MARK: - Recovering from storage failures
+
+    /// Notes what keeps the participant from its work (or that nothing does) and publishes it.
+    func setProblem(_ text: String?) {
+        guard text != problem else { return }
+        problem = text
+        if let text { log.log("problem", ["problem": .string(text)]) } else { log.log("problem.cleared") }
+        publishOrRetry()
+    }
+
+    /// Fires `recovery` after a pause that doubles with each failure in a row (the participant's
+    /// retry delay, 500 ms by default, up to its maximum).
+    func scheduleRecovery(_ recovery: Recovery) {
+        guard recoveries[recovery] == nil else { return }
+        let attempt = (recoveryFailures[recovery] ?? 0) + 1
+        recoveryFailures[recovery] = attempt
+        let base = configuration.retryDelay ?? .milliseconds(500)
+        let delay = min(base * (1 << min(attempt - 1, 16)), configuration.maxRetryDelay)
+        let sink = self.sink
+        recoveries[recovery] = Task {
+            do {
+                try await Task.sleep(for: delay)
+                sink.yield(.recover(recovery))
+            } catch {
+                // Cancelled: no longer needed.
+            }
+        }
+    }
+
+    func cancelRecovery(_ recovery: Recovery) {
+        recoveries.removeValue(forKey: recovery)?.cancel()
+    }
+
+    /// Returns true when the loop must end.
+    func recover(_ recovery: Recovery) async -> Bool {
+        switch recovery {
+        case .lease:
+            if machine.phase == .waitingForLease, acquiring == nil, held == nil { startAcquiring() }
+        case .writerStart:
+            if machine.phase == .writer, held != nil { await becomeWriter() }
+        case .publish:
+            publishOrRetry()
+        }
+        return false
+    }
+
+    /// Publishes the status; when that fails (a full disk), says so in the log and tries again
+    /// until it lands, so `baton status` never keeps showing a stale phase.
+    func publishOrRetry() {
+        do {
+            try publish()
+            recoveryFailures[.publish] = nil
+        } catch {
+            if recoveryFailures[.publish] == nil {
+                log.log("status.failed", ["error": .string(String(describing: error))])
+                logger.error(
+                    "could not publish the participant's status", metadata: ["baton.error": "\(error)"])
+            }
+            scheduleRecovery(.publish)
+        }
+    }
+
+    /// When the store file was deleted, renamed or replaced: says so (log and status) and, as
+    /// writer, hands the lease over; it writes nothing more. Returns true when that is the case.
+    func checkStoreFile() async -> Bool {
+        guard let reason = store.fileProblem() else { return false }
+        if problem != reason {
+            logger.error("the store file changed under this process", metadata: ["baton.reason": "\(reason)"])
+            log.log("store.lost", ["reason": .string(reason)])
+            setProblem(reason)
+        }
+        if machine.phase == .writer { _ = try? await carryOut(machine.cannotWrite()) }
+        return true
+    }
+
     /// Logs and publishes the manager's state when it changed.
     func noteManagerState() async {
         let state = await manager.state
@@ -456,7 +575,7 @@ public actor Participant {
             pid: getpid(),
             lifecycle: machine.desired, phase: machine.phase.rawValue, epoch: held?.epoch,
             managerState: (managerState ?? lastManagerState)?.rawValue ?? "stopped",
-            updated: Clock.nowMillis())
+            updated: Clock.nowMillis(), problem: problem)
         try status.publish(in: directory)
     }
 }

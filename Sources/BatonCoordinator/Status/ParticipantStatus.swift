@@ -19,6 +19,9 @@ public struct ParticipantStatus: Sendable, Hashable {
     public var managerState: String
     /// When it was published (ms since 1970).
     public var updated: Int64
+    /// What keeps it from doing its work right now, in one sentence (a store it cannot write,
+    /// a lease it could not record), or nil.
+    public var problem: String?
 
     public var isWriter: Bool { phase == HandOverStateMachine.Phase.writer.rawValue }
     public var isWaiting: Bool { phase == HandOverStateMachine.Phase.waitingForLease.rawValue }
@@ -31,7 +34,7 @@ public struct ParticipantStatus: Sendable, Hashable {
     public init(
         role: String, name: String, priority: Int, pid: Int32, lifecycle: Lifecycle, phase: String,
         epoch: Int64?,
-        managerState: String, updated: Int64
+        managerState: String, updated: Int64, problem: String? = nil
     ) {
         self.role = role
         self.name = name
@@ -42,6 +45,7 @@ public struct ParticipantStatus: Sendable, Hashable {
         self.epoch = epoch
         self.managerState = managerState
         self.updated = updated
+        self.problem = problem
     }
 
     public var json: JSONObject {
@@ -50,7 +54,7 @@ public struct ParticipantStatus: Sendable, Hashable {
             "pid": .int(Int64(pid)),
             "lifecycle": .string(lifecycle.rawValue), "phase": .string(phase), "writer": .bool(isWriter),
             "epoch": epoch.map(JSONValue.int) ?? .null, "managerState": .string(managerState),
-            "updated": .int(updated),
+            "updated": .int(updated), "problem": problem.map(JSONValue.string) ?? .null,
         ]
     }
 
@@ -65,7 +69,7 @@ public struct ParticipantStatus: Sendable, Hashable {
             lifecycle: lifecycle,
             phase: phase, epoch: json["epoch"]?.intValue,
             managerState: json["managerState"]?.stringValue ?? "unknown",
-            updated: json["updated"]?.intValue ?? 0)
+            updated: json["updated"]?.intValue ?? 0, problem: json["problem"]?.stringValue)
     }
 
     /// Writes `D/participants/<name>.json`.

@@ -3,7 +3,9 @@ import BatonStore
 extension SyncManager {
     /// Runs one job inside its own task (so a stop can cancel its request in flight) and
     /// persists how it ended.
-    func perform(_ job: Job) async {
+    ///
+    /// - Returns: the sync's final state, for a run.
+    func perform(_ job: Job) async -> SyncState? {
         switch job.kind {
         case .cleanGhosts(let continuation):
             do {
@@ -18,10 +20,11 @@ extension SyncManager {
                 }
             }
             cancelRequested.remove(job.syncId)
+            return nil
         case .run(let inclusive):
             guard var state = try? SyncState.byId(job.syncId, store: store) else {
                 resumeSyncWaiters(job.syncId, nil)
-                return
+                return nil
             }
             do {
                 try checkpoint(state.id)
@@ -32,6 +35,8 @@ extension SyncManager {
                 state.status = .done
                 state.progress = 100
             } catch {
+                // `state` is the last committed one (the run functions take on a new state only
+                // once it is persisted), so what follows never moves past what committed.
                 if isInterruption(error, syncId: state.id) {
                     state.status = .stopped
                 } else {
@@ -46,6 +51,7 @@ extension SyncManager {
             cancelRequested.remove(state.id)
             // Waiters resume in `execute`, once this job is no longer current.
             persistFinal(state, onUpdate: job.onUpdate)
+            return state
         }
     }
 }

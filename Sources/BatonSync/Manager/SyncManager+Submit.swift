@@ -124,11 +124,16 @@ extension SyncManager {
     }
 
     /// `new`/`stopped`/`failed`/`done` → `running`, persisted, then queued.
+    ///
+    /// A sync persisted as `running` that this manager does not run was left so by a run whose
+    /// final state could not be written (a full disk): only the lease holder runs syncs, so it
+    /// is resumed like a stopped one.
     func submit(_ state: SyncState, onUpdate: SyncUpdateBlock?) async throws -> SyncState {
-        guard state.status != .running, !isRunQueuedOrRunning(state.id) else {
+        guard !isRunQueuedOrRunning(state.id) else {
             throw SyncError(.alreadyRunning, "sync \(state.name ?? String(state.id)) is already running")
         }
-        let inclusive = state.status == .stopped || state.status == .failed
+        unpersistedFinals[state.id] = nil
+        let inclusive = state.status == .stopped || state.status == .failed || state.status == .running
         var running = state
         running.status = .running
         running.progress = 0

@@ -6,26 +6,39 @@ extension SyncManager {
     /// in flight. The next page is fetched while the current one is saved (network and store
     /// overlap); a stop cancels that fetch, and the page it was getting is simply missing, to be
     /// fetched by the restart.
+    ///
+    /// `state` only ever holds what committed: each page's successor state is built aside and
+    /// taken on once its save commits. A failed save (stop deadline, full disk, I/O error, a
+    /// lock held elsewhere) throws with `state` at the last committed page, so the run resumes
+    /// there and fetches the failed page again.
     func runSyncDown(_ state: inout SyncState, inclusive: Bool, onUpdate: SyncUpdateBlock?) async throws {
         let target = try factory.syncDownTarget(from: state.target)
         let sorted = target.isSyncDownSortedByLatestModification()
         try checkpoint(state.id)
         var page = try await target.startFetch(maxTimeStamp: state.maxTimeStamp, inclusive: inclusive)
-        state.totalSize = page.totalSize
         var fetched = 0
         var newest = state.maxTimeStamp
         while true {
             try checkpoint(state.id)
-            fetched += page.records.count
+            var pageNewest = newest
             for record in page.records {
-                if let stamp = target.modificationTimeStamp(of: record), stamp > newest { newest = stamp }
+                if let stamp = target.modificationTimeStamp(of: record), stamp > pageNewest {
+                    pageNewest = stamp
+                }
             }
-            if sorted { state.maxTimeStamp = newest }
-            state.progress = state.totalSize > 0 ? min(100, fetched * 100 / state.totalSize) : 0
+            var next = state
+            next.totalSize = page.totalSize
+            if sorted { next.maxTimeStamp = pageNewest }
+            let pageFetched = fetched + page.records.count
+            next.progress = next.totalSize > 0 ? min(100, pageFetched * 100 / next.totalSize) : 0
+            if advancesStateBeforeCommit { state = next }
             // Leaving the loop by a throw cancels (and awaits) this fetch.
             let current = page
             async let following = target.continueFetch(after: current)
-            try await savePage(current.records, state: state, idField: target.idFieldName)
+            try await savePage(current.records, state: next, idField: target.idFieldName)
+            state = next
+            newest = pageNewest
+            fetched = pageFetched
             notify(state, onUpdate: onUpdate)
             try checkpoint(state.id)
             guard let next = try await following else { break }

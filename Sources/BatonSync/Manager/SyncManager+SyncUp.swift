@@ -15,9 +15,11 @@ extension SyncManager {
         let target = try factory.syncUpTarget(from: state.target)
         let soup = state.soupName
         let dirtyIds = try await store.read { try $0.dirtyEntryIds(in: soup) }
-        state.totalSize = dirtyIds.count
-        state.progress = 0
-        try await persist(state, onUpdate: onUpdate)
+        var counted = state
+        counted.totalSize = dirtyIds.count
+        counted.progress = 0
+        try await persist(counted, onUpdate: onUpdate)
+        state = counted
         var processed = 0
         var start = 0
         while start < dirtyIds.count {
@@ -26,8 +28,11 @@ extension SyncManager {
             start += batch.count
             try await syncUpBatch(batch, state: state, target: target)
             processed += batch.count
-            state.progress = processed * 100 / max(1, dirtyIds.count)
-            try await persist(state, onUpdate: onUpdate)
+            // Taken on only once persisted, like every state change.
+            var next = state
+            next.progress = processed * 100 / max(1, dirtyIds.count)
+            try await persist(next, onUpdate: onUpdate)
+            state = next
         }
     }
 

@@ -40,11 +40,24 @@ public actor SyncManager {
     /// Added to "not accepting" errors, e.g. who the writer is.
     var notAcceptingHint: String?
     var queue: [Job] = []
-    var current: (job: Job, task: Task<Void, Never>)?
+    var current: (job: Job, task: Task<SyncState?, Never>)?
     var cancelRequested: Set<Int64> = []
     var syncWaiters: [Int64: [CheckedContinuation<SyncState?, Never>]] = [:]
     var stopWaiters: [CheckedContinuation<Void, Never>] = []
     var isRunning = false
+    /// Final states (`done`, `failed`, `stopped`) that could not be persisted, by sync id; a
+    /// background task keeps trying (see ``persistFinal(_:onUpdate:)``).
+    var unpersistedFinals: [Int64: SyncState] = [:]
+    var finalsFlusher: Task<Void, Never>?
+    /// The original data-loss bug, switchable for one purpose: proving that the storage-fault
+    /// sweep catches it.
+    var advancesStateBeforeCommit = false
+
+    /// Switches the original data-loss bug on (state advanced before its page commits), for one
+    /// purpose: proving that the storage-fault sweep catches it.
+    @_spi(Faults) public func reintroduceAdvanceBeforeCommitBug(_ on: Bool) {
+        advancesStateBeforeCommit = on
+    }
     let broadcaster = UpdateBroadcaster()
     nonisolated let wakeups: AsyncStream<Void>
     nonisolated let wake: AsyncStream<Void>.Continuation
@@ -92,13 +105,13 @@ public actor SyncManager {
     func execute(_ job: Job) async {
         let task = Task { await self.perform(job) }
         current = (job, task)
-        await withTaskCancellationHandler {
+        let final = await withTaskCancellationHandler {
             await task.value
         } onCancel: {
             task.cancel()
         }
         current = nil
-        resumeSyncWaiters(job.syncId, try? SyncState.byId(job.syncId, store: store))
+        resumeSyncWaiters(job.syncId, final ?? (try? SyncState.byId(job.syncId, store: store)))
         _ = machine.taskEnded(remaining: queue.count)
         resumeStopWaitersIfStopped()
     }
@@ -172,10 +185,16 @@ public actor SyncManager {
     }
 
     /// Sets the lease epoch that fences every write (the coordinator calls this after taking
-    /// the writer lease).
+    /// the writer lease). Final states not yet persisted under the previous epoch are left to
+    /// the next holder's recovery.
     public func setFencingEpoch(_ epoch: Int64?) {
+        if epoch != fencingEpoch { unpersistedFinals.removeAll() }
         fencingEpoch = epoch
     }
+
+    /// The sync ids whose final state (`done`, `failed`, `stopped`) was reported but could not
+    /// be persisted yet (a full disk, a lock held elsewhere); the manager keeps trying.
+    public var unpersistedSyncIds: [Int64] { unpersistedFinals.keys.sorted() }
 
     /// Sets the hint added to "not accepting" errors (e.g. the current writer's name).
     public func setNotAcceptingHint(_ hint: String?) {
@@ -302,16 +321,58 @@ public actor SyncManager {
     }
 
     /// Persists a final state without suspending, so it lands even from a cancelled task.
+    ///
+    /// When the write fails (a full disk, a lock held elsewhere), the store would go on saying
+    /// `running` with nothing running the sync: the state is kept and written again, with a
+    /// growing pause, until it lands, the sync runs again, or the lease moves on.
     func persistFinal(_ state: SyncState, onUpdate: SyncUpdateBlock?) {
         do {
             let row = state.row
             try store.write(fencedBy: fencingEpoch) { try $0.updateSyncState(row) }
+            unpersistedFinals[state.id] = nil
         } catch {
             logger.error(
-                "could not persist the end of a sync",
+                "could not persist the end of a sync; will try again",
                 metadata: ["baton.sync": "\(state.id)", "baton.error": "\(error)"])
+            unpersistedFinals[state.id] = state
+            startFlushingFinals()
         }
         notify(state, onUpdate: onUpdate)
+    }
+
+    func startFlushingFinals() {
+        guard finalsFlusher == nil else { return }
+        finalsFlusher = Task {
+            var pause = Duration.milliseconds(50)
+            while self.flushFinals() {
+                do { try await Task.sleep(for: pause) } catch { break }
+                pause = min(pause * 2, .seconds(2))
+            }
+            self.flusherEnded()
+        }
+    }
+
+    func flusherEnded() {
+        finalsFlusher = nil
+        if !unpersistedFinals.isEmpty { startFlushingFinals() }
+    }
+
+    /// Writes the unpersisted final states; returns true while some are left.
+    func flushFinals() -> Bool {
+        // A sync submitted again meanwhile left this list in `submit`.
+        for (id, state) in unpersistedFinals.sorted(by: { $0.key < $1.key }) {
+            do {
+                let row = state.row
+                try store.write(fencedBy: fencingEpoch) { try $0.updateSyncState(row) }
+                unpersistedFinals[id] = nil
+            } catch let error as StoreError where error.code == .staleEpoch || error.code == .storeFileChanged
+            {
+                unpersistedFinals[id] = nil  // no longer ours to write
+            } catch {
+                return true
+            }
+        }
+        return !unpersistedFinals.isEmpty
     }
 
     func notify(_ state: SyncState, onUpdate: SyncUpdateBlock?) {

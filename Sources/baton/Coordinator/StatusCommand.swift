@@ -39,6 +39,9 @@ struct StatusCommand: ParsableCommand {
                 CLIOutput.line(line)
             }
         }
+        for p in snapshot.participants {
+            if let problem = p.problem { CLIOutput.line("problem: \(p.name): \(problem)") }
+        }
         let counts = snapshot.syncCounts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
         CLIOutput.line("syncs: \(counts.isEmpty ? "none" : counts.joined(separator: " "))")
     }
@@ -69,11 +72,17 @@ struct CoordinatorSnapshot {
                 writer: nil, participants: participants, syncCounts: [:], syncStatuses: [:])
         }
         return try store.read { reader in
-            // The open interval names the writer, if its process is still alive.
+            // The open interval names the writer, if its process is still alive and does not
+            // say it has let go (a release whose bookkeeping could not be written leaves the
+            // interval open until the next holder closes it).
             let open = try reader.leaseHistory().last { $0.released == nil }
             let writer = open.flatMap { record -> Writer? in
                 let alive = kill(record.pid, 0) == 0 || errno == EPERM
-                return alive ? Writer(name: record.name, pid: record.pid, epoch: record.epoch) : nil
+                let letGo = participants.contains { p in
+                    p.pid == record.pid && p.name == record.name && !p.isWriter
+                        && p.phase != HandOverStateMachine.Phase.releasing.rawValue
+                }
+                return alive && !letGo ? Writer(name: record.name, pid: record.pid, epoch: record.epoch) : nil
             }
             var statuses: [String: String] = [:]
             for row in try reader.syncStates() { if let name = row.name { statuses[name] = row.status } }

@@ -1,0 +1,200 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+import Synchronization
+
+/// What every write transaction of a ``SharedStore`` passes before it begins and before it
+/// commits: the store file must still be the one that was opened, an injected storage fault
+/// (tests and chaos only) may fail the commit, and SQLite's busy wait for a lock held by another
+/// process ends at the store's busy timeout, at the write's own deadline, or at once when the
+/// write is abandoned by ``SharedStore/interrupt()``.
+///
+/// SQLite's own `sqlite3_interrupt` does not reach a connection that sleeps in its busy handler,
+/// so a stop deadline could not end a write that waits for a lock held by another process
+/// (`BEGIN IMMEDIATE` in a shell, say). The busy handler here checks for an abandon every few
+/// milliseconds instead.
+final class WriteGuard: Sendable {
+    private struct State {
+        /// Set by ``abandonWrites()``: busy waits give up at once until ``resumeWrites()``.
+        var abandoning = false
+        /// Optional deadline for the current write's busy wait.
+        var writeDeadline: ContinuousClock.Instant?
+    }
+
+    let busyTimeout: Duration
+    let identity: StoreFileIdentity
+    let faults = StorageFaults()
+    private let state = Mutex(State())
+
+    init(busyTimeout: Duration, path: String) {
+        self.busyTimeout = busyTimeout
+        identity = StoreFileIdentity(path: path)
+    }
+
+    /// Marks the start of a write on the writer connection.
+    func beginWrite(deadline: ContinuousClock.Instant?) {
+        state.withLock { $0.writeDeadline = deadline }
+    }
+
+    /// Makes the write waiting for a lock (if any), and every later one, give up its busy wait
+    /// at once, until ``resumeWrites()``.
+    func abandonWrites() {
+        state.withLock { $0.abandoning = true }
+    }
+
+    /// Ends ``abandonWrites()``.
+    func resumeWrites() {
+        state.withLock { $0.abandoning = false }
+    }
+
+    /// SQLite's busy handler: keeps waiting (in short naps) while the lock is held elsewhere,
+    /// until the busy timeout, the write's deadline or an abandon.
+    func shouldKeepWaiting(started: ContinuousClock.Instant) -> Bool {
+        let (abandoning, deadline) = state.withLock { ($0.abandoning, $0.writeDeadline) }
+        if abandoning { return false }
+        var end = started + busyTimeout
+        if let deadline { end = min(end, deadline) }
+        let now = ContinuousClock.now
+        guard now < end else { return false }
+        // Short naps keep an abandon prompt; the holder's release is seen within one nap.
+        let nap = min(end - now, .milliseconds(5))
+        Thread.sleep(
+            forTimeInterval: Double(nap.components.seconds) + Double(nap.components.attoseconds) / 1e18)
+        return true
+    }
+
+    /// The busy callback to install on every connection. Each lock wait is timed from its own
+    /// first call (`numberOfTries == 0`), kept per thread since connections run on their own.
+    func busyCallback() -> Database.BusyCallback {
+        { [self] tries in
+            let key = "baton.busy.started"
+            let started: ContinuousClock.Instant
+            if tries == 0 {
+                started = ContinuousClock.now
+                Thread.current.threadDictionary[key] = BusyStart(started)
+            } else {
+                started = (Thread.current.threadDictionary[key] as? BusyStart)?.instant ?? ContinuousClock.now
+            }
+            return shouldKeepWaiting(started: started)
+        }
+    }
+
+    private final class BusyStart: NSObject {
+        let instant: ContinuousClock.Instant
+        init(_ instant: ContinuousClock.Instant) { self.instant = instant }
+    }
+}
+
+/// The identity (device and inode) of the store file as opened. A store file deleted, renamed
+/// or replaced under a running process is detected by comparing it with what the path names now:
+/// such a process must not write (its commits would go to a file nobody else sees).
+final class StoreFileIdentity: Sendable {
+    let path: String
+    private let opened = Mutex<(dev: UInt64, ino: UInt64)?>(nil)
+
+    init(path: String) {
+        self.path = path
+    }
+
+    static func stat(_ path: String) -> (dev: UInt64, ino: UInt64)? {
+        var info = Glibc.stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        return (UInt64(info.st_dev), UInt64(info.st_ino))
+    }
+
+    /// Records what the path names now (call once the store is open).
+    func record() {
+        let now = Self.stat(path)
+        opened.withLock { $0 = now }
+    }
+
+    /// Nil when the path still names the opened file, else what happened to it.
+    func problem() -> String? {
+        guard let opened = opened.withLock({ $0 }) else { return nil }
+        guard let now = Self.stat(path) else {
+            return "the store file \(path) was deleted or renamed while this process had it open"
+        }
+        if now.dev != opened.dev || now.ino != opened.ino {
+            return "the store file \(path) was replaced by another file while this process had it open"
+        }
+        return nil
+    }
+}
+
+/// Storage-fault injection for tests and chaos runs: makes chosen write transactions of one
+/// ``SharedStore`` fail at their commit with a real SQLite error, as a full disk, an I/O error,
+/// an interrupt or a lock held elsewhere would. The transaction's body has run, so the failure
+/// hits after everything it wrote and rolls all of it back.
+///
+/// Not for production use: nothing in Baton turns it on unless a test, `baton chaos` or
+/// `baton participant --storage-fault-file` asks.
+@_spi(Faults)
+public final class StorageFaults: Sendable {
+    /// The error an injected fault raises.
+    public enum Kind: String, Sendable, CaseIterable {
+        /// SQLITE_FULL: database or disk is full.
+        case full
+        /// SQLITE_IOERR: disk I/O error.
+        case ioError = "ioerr"
+        /// SQLITE_INTERRUPT: as a stop deadline's interrupt gives.
+        case interrupt
+        /// SQLITE_BUSY: database is locked (another process held the lock past the busy timeout).
+        case busy
+
+        var resultCode: ResultCode {
+            switch self {
+            case .full: .SQLITE_FULL
+            case .ioError: .SQLITE_IOERR
+            case .interrupt: .SQLITE_INTERRUPT
+            case .busy: .SQLITE_BUSY
+            }
+        }
+    }
+
+    private struct Plan {
+        var writes = 0
+        var failing: [Int: Kind] = [:]
+        var always: Kind?
+        var file: String?
+    }
+
+    private let plan = Mutex(Plan())
+
+    init() {}
+
+    /// Write transactions begun so far (committed or not).
+    public var writeCount: Int { plan.withLock { $0.writes } }
+
+    /// Fails the `n`th write transaction from now (1 is the next one) with `kind`.
+    public func failWrite(_ n: Int, with kind: Kind) {
+        plan.withLock { $0.failing[$0.writes + n] = kind }
+    }
+
+    /// Fails every write with `kind` until called again with nil.
+    public func failAllWrites(with kind: Kind?) {
+        plan.withLock { $0.always = kind }
+    }
+
+    /// While the file at `path` exists, every write fails with the kind its first line names
+    /// (`full`, `ioerr`, `interrupt`, `busy`; anything else means `full`). Lets another process
+    /// (a chaos run) turn faults on and off.
+    public func failWritesWhileFileExists(_ path: String?) {
+        plan.withLock { $0.file = path }
+    }
+
+    /// Counts a write and returns the fault it must fail with, if any.
+    func nextWrite() -> Kind? {
+        let (kind, file) = plan.withLock { plan -> (Kind?, String?) in
+            plan.writes += 1
+            return (plan.failing.removeValue(forKey: plan.writes) ?? plan.always, plan.file)
+        }
+        if let kind { return kind }
+        guard let file, let text = try? String(contentsOfFile: file, encoding: .utf8) else { return nil }
+        let word = text.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+        return Kind(rawValue: word.trimmingCharacters(in: .whitespaces)) ?? .full
+    }
+
+    func raise(_ kind: Kind) throws -> Never {
+        throw DatabaseError(resultCode: kind.resultCode, message: "\(kind.rawValue) (injected storage fault)")
+    }
+}
