@@ -95,7 +95,10 @@ let package = Package(
             ]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["BatonTestSupport", "BatonStore", "BatonREST", "BatonServer"]),
+            dependencies: [
+                "BatonTestSupport", "BatonStore", "BatonREST", "BatonServer", "BatonCoordinator",
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -56,11 +56,6 @@ public final class SharedStore: Sendable {
         defer { setupLock.unlock() }
 
         let path = directory.storePath
-        if !create, !FileManager.default.fileExists(atPath: path) {
-            throw StoreError(
-                .directoryUnavailable,
-                "no store in \(directory.path); start a participant there or pass the right --dir")
-        }
         if !FileManager.default.fileExists(atPath: path),
             FileManager.default.fileExists(atPath: path + "-wal")
         {
@@ -70,6 +65,11 @@ public final class SharedStore: Sendable {
                 .storeFileChanged,
                 "\(path) is missing but its write-ahead log \(path)-wal is still there: the store was moved or deleted while in use; put it back, or move \(path)-wal and \(path)-shm away to start a new store"
             )
+        }
+        if !create, !FileManager.default.fileExists(atPath: path) {
+            throw StoreError(
+                .directoryUnavailable,
+                "no store in \(directory.path); start a participant there or pass the right --dir")
         }
         let previousMask = umask(0o077)
         defer { umask(previousMask) }
@@ -158,13 +158,14 @@ public final class SharedStore: Sendable {
             throw StoreError(.storeFileChanged, "\(problem); nothing was written, and nothing will be")
         }
         writeGuard.beginWrite(deadline: deadline)
+        let fault = try writeGuard.faults.beginWrite(db)
         var result: T?
         try db.inTransaction(.immediate) {
             let transaction = StoreTransaction(db: db)
             try transaction.checkFence(epoch)
             result = try body(transaction)
             if logged { try transaction.recordCommit(fencedBy: epoch) }
-            if let fault = writeGuard.faults.nextWrite() { try writeGuard.faults.raise(fault) }
+            if let fault { try writeGuard.faults.raise(fault) }
             return .commit
         }
         return result!

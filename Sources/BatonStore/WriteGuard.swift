@@ -156,6 +156,9 @@ public final class StorageFaults: Sendable {
         var failing: [Int: Kind] = [:]
         var always: Kind?
         var file: String?
+        var diskFull = false
+        /// The connection's own page limit, while ``diskFull`` replaced it.
+        var savedPageLimit: Int?
     }
 
     private let plan = Mutex(Plan())
@@ -175,23 +178,53 @@ public final class StorageFaults: Sendable {
         plan.withLock { $0.always = kind }
     }
 
-    /// While the file at `path` exists, every write fails with the kind its first line names
-    /// (`full`, `ioerr`, `interrupt`, `busy`; anything else means `full`). Lets another process
-    /// (a chaos run) turn faults on and off.
+    /// A real full disk, without one: while on, the writer connection's `max_page_count` is
+    /// held at the store's current size, so SQLite fails with SQLITE_FULL every write that needs
+    /// a new page (a page of records) while a write that fits in place (a sync's state) still
+    /// commits, as on a disk with a little room left.
+    public func fillDisk(_ on: Bool) {
+        plan.withLock { $0.diskFull = on }
+    }
+
+    /// While the file at `path` exists, its first line sets a fault for every write: `disk-full`
+    /// as ``fillDisk(_:)``; `full`, `ioerr`, `interrupt` or `busy` as ``failAllWrites(with:)``.
+    /// Lets another process (a chaos run, a test) turn faults on and off.
     public func failWritesWhileFileExists(_ path: String?) {
         plan.withLock { $0.file = path }
     }
 
-    /// Counts a write and returns the fault it must fail with, if any.
-    func nextWrite() -> Kind? {
-        let (kind, file) = plan.withLock { plan -> (Kind?, String?) in
-            plan.writes += 1
-            return (plan.failing.removeValue(forKey: plan.writes) ?? plan.always, plan.file)
-        }
-        if let kind { return kind }
+    /// The fault the file names now, if any.
+    private func fileFault(_ file: String?) -> String? {
         guard let file, let text = try? String(contentsOfFile: file, encoding: .utf8) else { return nil }
         let word = text.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
-        return Kind(rawValue: word.trimmingCharacters(in: .whitespaces)) ?? .full
+        return word.trimmingCharacters(in: .whitespaces)
+    }
+
+    /// Before a write begins on the writer connection: counts it, sets or lifts the page limit
+    /// of a full disk, and returns the fault its commit must fail with, if any.
+    func beginWrite(_ db: Database) throws -> Kind? {
+        let (kind, file, diskFull) = plan.withLock { plan -> (Kind?, String?, Bool) in
+            plan.writes += 1
+            return (plan.failing.removeValue(forKey: plan.writes) ?? plan.always, plan.file, plan.diskFull)
+        }
+        let word = fileFault(file)
+        try limitPages(db, diskFull || word == "disk-full")
+        if let kind { return kind }
+        guard let word, word != "disk-full" else { return nil }
+        return Kind(rawValue: word) ?? .full
+    }
+
+    private func limitPages(_ db: Database, _ limit: Bool) throws {
+        let saved = plan.withLock { $0.savedPageLimit }
+        if limit, saved == nil {
+            let original = try Int.fetchOne(db, sql: "PRAGMA max_page_count") ?? 0
+            let current = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+            try db.execute(sql: "PRAGMA max_page_count = \(max(1, current))")
+            plan.withLock { $0.savedPageLimit = original }
+        } else if !limit, let saved {
+            try db.execute(sql: "PRAGMA max_page_count = \(saved)")
+            plan.withLock { $0.savedPageLimit = nil }
+        }
     }
 
     func raise(_ kind: Kind) throws -> Never {

@@ -1,6 +1,8 @@
+import BatonCoordinator
 import BatonJSON
 import BatonREST
 import BatonServer
+import BatonStore
 import BatonTestSupport
 import Foundation
 import Logging
@@ -15,26 +17,29 @@ final class CoordinatorFixture: @unchecked Sendable {
     let client: RESTClient
     private(set) var processes: [String: BatonProcess] = [:]
 
-    init(records: Int, timeStamps: Int? = nil) async throws {
+    init(records: Int, timeStamps: Int? = nil, bytes: Int = 0) async throws {
         temp = try TemporaryDirectory()
         dir = temp.path + "/shared"
         var quiet = Logger(label: "test.server")
         quiet.logLevel = .critical
         server = try await ReferenceServer.start(.init(token: "e2e-token"), logger: quiet)
         client = RESTClient(baseURL: server.url, token: "e2e-token")
-        if records > 0 { try await client.adminSeed(type: "Account", count: records, timeStamps: timeStamps) }
+        if records > 0 {
+            try await client.adminSeed(type: "Account", count: records, timeStamps: timeStamps, bytes: bytes)
+        }
     }
 
     /// Starts `baton participant` with a sync down of every Account.
     @discardableResult
     func start(
-        _ name: String, role: String, lifecycle: String, batchSize: Int = 500, extra: [String] = []
+        _ name: String, role: String, lifecycle: String, batchSize: Int = 500,
+        query: String = "SELECT Id, Name, Number__c FROM Account", extra: [String] = []
     ) throws -> BatonProcess {
         let process = try BatonProcess(
             [
                 "participant", "--dir", dir, "--name", name, "--role", role, "--server", server.url,
                 "--lifecycle", lifecycle,
-                "--sync-down", "accounts:accounts:SELECT Id, Name, Number__c FROM Account", "--batch-size",
+                "--sync-down", "accounts:accounts:\(query)", "--batch-size",
                 String(batchSize),
             ] + extra, environment: ["BATON_TOKEN": "e2e-token"])
         processes[name] = process
@@ -59,6 +64,29 @@ final class CoordinatorFixture: @unchecked Sendable {
         return text.split(separator: "\n").compactMap { try? JSONObject(parsingObject: String($0)) }
     }
 
+    /// Waits, on inotify events in D/logs, until `condition` holds for the participant's log.
+    func waitForLog(
+        _ name: String, _ what: String, timeout: Duration = .seconds(90),
+        _ condition: @escaping @Sendable ([JSONObject]) -> Bool
+    ) async throws {
+        try FileManager.default.createDirectory(atPath: dir + "/logs", withIntermediateDirectories: true)
+        let met = try await DirectoryWatcher(root: dir, subdirectories: ["logs"], reportsModifications: true)
+            .wait(timeout: timeout) { [self] in condition(log(name)) }
+        if !met { throw ProcessTimeout(what: "\(name)'s log to show \(what)") }
+    }
+
+    /// Waits, on inotify events in D/participants, until `condition` holds for the published
+    /// statuses.
+    func waitForStatus(
+        _ what: String, timeout: Duration = .seconds(90),
+        _ condition: @escaping @Sendable ([ParticipantStatus]) -> Bool
+    ) async throws {
+        let shared = try SharedDirectory(path: dir, create: false)
+        let met = try await DirectoryWatcher(root: dir, subdirectories: ["participants"])
+            .wait(timeout: timeout) { condition(ParticipantStatus.readAll(in: shared)) }
+        if !met { throw ProcessTimeout(what: what) }
+    }
+
     func storeInfo() async throws -> JSONValue {
         let result = try await BatonProcess.run(["store", "info", "--dir", dir, "--json"])
         return try JSONValue(parsing: result.stdout)
@@ -76,13 +104,18 @@ final class CoordinatorFixture: @unchecked Sendable {
     }
 
     /// SIGTERMs every participant and waits for them; then stops the server.
-    func finish() async throws {
+    ///
+    /// - Parameter lockedExpected: the test held SQLite's lock from outside on purpose, so
+    ///   "database is locked" on stderr is expected.
+    func finish(lockedExpected: Bool = false) async throws {
         for process in processes.values where process.isRunning { process.send(SIGTERM) }
         for (name, process) in processes {
             let result = try await process.wait(timeout: .seconds(60))
-            #expect(
-                !result.stderr.contains("SQLITE_BUSY") && !result.stderr.contains("database is locked"),
-                "\(name): \(result.stderr)")
+            if !lockedExpected {
+                #expect(
+                    !result.stderr.contains("SQLITE_BUSY") && !result.stderr.contains("database is locked"),
+                    "\(name): \(result.stderr)")
+            }
         }
         await server.stop()
     }

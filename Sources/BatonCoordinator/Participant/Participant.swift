@@ -468,7 +468,9 @@ public actor Participant {
                 queueGhostCleaning(syncId: state.id, name: name)
             }
         } catch {
+            // The rerun could not even start (its `running` could not be written): keep trying.
             log.log("writer.error", ["error": .string(String(describing: error))])
+            scheduleRetry(name)
         }
     }
 

@@ -1,7 +1,7 @@
 import ArgumentParser
 import BatonCoordinator
 import BatonREST
-import BatonStore
+@_spi(Faults) import BatonStore
 import BatonSync
 import Foundation
 import Logging
@@ -66,6 +66,18 @@ struct ParticipantCommand: AsyncParsableCommand {
         name: .customLong("stop-deadline"),
         help: "Seconds a stop may take before the SQLite statement in flight is interrupted.")
     var stopDeadline: Double = 5
+    @Option(
+        name: .customLong("busy-timeout"),
+        help:
+            "Seconds a write waits for SQLite's lock held by another process (a shell's BEGIN IMMEDIATE, say) before it fails and is retried."
+    )
+    var busyTimeout: Double = 10
+    @Option(
+        name: .customLong("storage-fault-file"),
+        help: ArgumentHelp(
+            "Testing only: while this file exists, store writes fail as its first line says: disk-full (writes that need room fail with SQLITE_FULL), or full, ioerr, interrupt, busy (every write fails so).",
+            visibility: .hidden))
+    var storageFaultFile: String?
 
     func validate() throws {
         guard role == "host" || role == "extension" else {
@@ -78,6 +90,9 @@ struct ParticipantCommand: AsyncParsableCommand {
             throw ValidationError("--batch-size must be between 1 and 2000")
         }
         guard stopDeadline > 0 else { throw ValidationError("--stop-deadline must be positive") }
+        guard busyTimeout >= 0, busyTimeout <= 3600 else {
+            throw ValidationError("--busy-timeout must be between 0 and 3600 seconds")
+        }
         guard retryDelay >= 0, retryDelay <= 3600 else {
             throw ValidationError("--retry-delay must be between 0 and 3600 seconds")
         }
@@ -90,7 +105,9 @@ struct ParticipantCommand: AsyncParsableCommand {
         let token = self.token ?? ProcessInfo.processInfo.environment["BATON_TOKEN"] ?? ""
         var logger = Logger(label: "baton.participant.\(name)")
         logger[metadataKey: "baton.participant"] = "\(name)"
-        let store = try directory.openStore(create: true)
+        let store = try directory.openStore(
+            create: true, busyTimeout: .milliseconds(Int64(busyTimeout * 1000)))
+        store.faults.failWritesWhileFileExists(storageFaultFile)
         let client = RESTClient(baseURL: server, token: token, logger: logger)
         let syncs = try configuredSyncs(client: client)
         let manager = SyncManager(

@@ -8,8 +8,11 @@ struct DirectoryOptions: ParsableArguments {
     var dir: String
 
     /// Opens the store; `create: false` refuses a directory with no store yet.
-    func openStore(create: Bool, label: String = "baton") throws -> SharedStore {
+    func openStore(create: Bool, busyTimeout: Duration = .seconds(10), label: String = "baton") throws
+        -> SharedStore
+    {
         let directory = try SharedDirectory(path: dir, create: create)
-        return try SharedStore.open(directory: directory, create: create, logger: Logger(label: label))
+        return try SharedStore.open(
+            directory: directory, create: create, busyTimeout: busyTimeout, logger: Logger(label: label))
     }
 }

@@ -1,0 +1,219 @@
+import BatonCoordinator
+import BatonJSON
+import BatonREST
+import BatonStore
+import Foundation
+import GRDBSQLite
+import Logging
+import Testing
+
+/// A connection of this test process holding SQLite's write lock on the store, as
+/// `(echo 'BEGIN IMMEDIATE;'; sleep 13; echo 'COMMIT;') | sqlite3 D/store.sqlite` would.
+final class ForeignWriteLock {
+    private var db: OpaquePointer?
+
+    init(path: String) throws {
+        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK else {
+            throw ProcessTimeout(what: "opening \(path) for a foreign lock")
+        }
+        sqlite3_busy_timeout(db, 30_000)
+        guard sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK else {
+            throw ProcessTimeout(what: "BEGIN IMMEDIATE on \(path)")
+        }
+    }
+
+    func release() {
+        sqlite3_exec(db, "COMMIT", nil, nil, nil)
+        sqlite3_close(db)
+        db = nil
+    }
+
+    deinit { if db != nil { release() } }
+}
+
+extension CoordinatorFixture {
+    /// The server ids missing from the store, and the store's records that are not on the server.
+    func compareStoreWithServer() async throws -> (missing: Int, extra: Int, local: Int) {
+        var quiet = Logger(label: "test.store")
+        quiet.logLevel = .critical
+        let store = try SharedStore.open(
+            directory: try SharedDirectory(path: dir, create: false), create: false, logger: quiet)
+        defer { try? store.close() }
+        let local = try store.query(.all, in: "accounts").compactMap { $0.record["Id"]?.stringValue }
+        let server = Set(try await client.adminRecords(type: "Account").compactMap { $0["Id"]?.stringValue })
+        let localSet = Set(local)
+        return (server.subtracting(localSet).count, localSet.subtracting(server).count, local.count)
+    }
+
+    func events(_ name: String, _ event: String) -> [JSONObject] {
+        log(name).filter { $0["event"]?.stringValue == event }
+    }
+}
+
+extension HeavyEndToEnd {
+    /// The three ways a release build lost records (issue: "never lose a page"), each as a user
+    /// ran them, plus the wedges around them.
+    @Suite("Storage faults under running participants", .serialized)
+    struct StorageFaultProcessTests {
+        @Test("a tiny stop deadline interrupts page saves six times over; every record arrives")
+        func tinyStopDeadline() async throws {
+            // Heavy records, so a page's save takes long enough for the stops to land on it.
+            let f = try await CoordinatorFixture(records: 20_000, bytes: 1_000)
+            try f.start(
+                "host", role: "host", lifecycle: "foreground", batchSize: 2000,
+                query: "SELECT Id, Name, Number__c, Description FROM Account",
+                extra: ["--stop-deadline", "0.001"])
+            for _ in 0..<6 {
+                #expect(try await f.wait(["--writer", "host"]))
+                let shared = try SharedDirectory(path: f.dir, create: false)
+                // Let a page arrive, so the stop lands on (or near) a save.
+                let saved = f.events("host", "sync").count
+                try await f.waitForLog("host", "a saved page") { log in
+                    log.filter { $0["event"] == "sync" }.dropFirst(saved).contains {
+                        ($0["status"] == "running" && ($0["progress"]?.intValue ?? 0) > 0)
+                            || $0["status"] == "done"
+                    }
+                }
+                if f.events("host", "sync").last?["status"] == "done" { break }
+                // Written straight away (as `echo background > D/lifecycle/host` does), so the
+                // stop lands while the next page, fetched during the last save, is being saved.
+                try LifecycleSignal.write(.background, directory: shared, name: "host")
+                #expect(try await f.wait(["--no-writer"]))
+                try LifecycleSignal.write(.foreground, directory: shared, name: "host")
+            }
+            #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
+            #expect(!f.events("host", "stop.deadline").isEmpty)
+            let (missing, extra, local) = try await f.compareStoreWithServer()
+            #expect(
+                missing == 0 && extra == 0 && local == 20_000, "missing \(missing), extra \(extra), \(local)")
+            try await f.finish()
+            let check = try await BatonProcess.run(["lease", "check", "--dir", f.dir, "--strict"])
+            #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
+        }
+
+        @Test("a full disk fails page commits for a while; the participant retries and finishes by itself")
+        func fullDisk() async throws {
+            let f = try await CoordinatorFixture(records: 20_000)
+            try await f.client.adminSetFaults(["latencyMs": 10])
+            let faultFile = f.temp.path + "/disk-full"
+            try f.start(
+                "host", role: "host", lifecycle: "foreground", batchSize: 500,
+                extra: ["--storage-fault-file", faultFile, "--retry-delay", "0.1"])
+            try await f.waitForLog("host", "a few committed pages") { log in
+                (log.last { $0["event"] == "sync" }?["progress"]?.intValue ?? 0) >= 20
+            }
+            // A real SQLITE_FULL: pages of records no longer fit, a sync's state still does.
+            try Data("disk-full\n".utf8).write(to: URL(fileURLWithPath: faultFile))
+            // The outage lasts past several retries.
+            try await f.waitForLog("host", "a third retry") { log in
+                log.contains { $0["event"] == "sync.retry" && ($0["attempt"]?.intValue ?? 0) >= 3 }
+            }
+            let failed = f.log("host").filter { $0["event"] == "sync" && $0["status"] == "failed" }
+            #expect(!failed.isEmpty)
+            try FileManager.default.removeItem(atPath: faultFile)
+            #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
+            let (missing, extra, local) = try await f.compareStoreWithServer()
+            #expect(
+                missing == 0 && extra == 0 && local == 20_000, "missing \(missing), extra \(extra), \(local)")
+            try await f.finish()
+        }
+
+        @Test("another process holds SQLite's write lock past the busy timeout; no record is lost")
+        func foreignLockPastBusyTimeout() async throws {
+            let f = try await CoordinatorFixture(records: 20_000)
+            try await f.client.adminSetFaults(["latencyMs": 5])
+            let host = try f.start(
+                "host", role: "host", lifecycle: "foreground", batchSize: 200,
+                extra: ["--busy-timeout", "2", "--retry-delay", "0.1"])
+            try await f.waitForLog("host", "a few committed pages") { log in
+                (log.last { $0["event"] == "sync" }?["progress"]?.intValue ?? 0) >= 10
+            }
+            let lock = try ForeignWriteLock(path: f.dir + "/store.sqlite")
+            // Held past the busy timeout, until a page's save has failed on it; released then,
+            // so the write of the sync's failure lands (as when a shell's lock outlives the busy
+            // timeout by a little): what it persists must not cover the page that failed.
+            try await host.waitForOutput("the writer's sync failing on the lock") { _, err in
+                err.contains("sync failed")
+            }
+            lock.release()
+            #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
+            let (missing, extra, local) = try await f.compareStoreWithServer()
+            #expect(
+                missing == 0 && extra == 0 && local == 20_000, "missing \(missing), extra \(extra), \(local)")
+            try await f.finish(lockedExpected: true)
+        }
+
+        @Test(
+            "a stop under a foreign lock releases within its deadline plus 1 s; a peer that cannot record the lease retries"
+        )
+        func stopAndHandOverUnderForeignLock() async throws {
+            let f = try await CoordinatorFixture(records: 20_000)
+            try await f.client.adminSetFaults(["latencyMs": 5])
+            try f.start(
+                "host", role: "host", lifecycle: "foreground", batchSize: 200,
+                extra: ["--stop-deadline", "1", "--busy-timeout", "10"])
+            try await f.waitForLog("host", "a few committed pages") { log in
+                (log.last { $0["event"] == "sync" }?["progress"]?.intValue ?? 0) >= 10
+            }
+            try f.start(
+                "ext", role: "extension", lifecycle: "foreground", batchSize: 200,
+                extra: ["--busy-timeout", "0.3", "--retry-delay", "0.1"])
+            #expect(try await f.wait(["--lifecycle", "ext=foreground"]))
+            let lock = try ForeignWriteLock(path: f.dir + "/store.sqlite")
+            try await f.signal("host", "background")
+            try await f.waitForLog("host", "the lease released") { log in
+                log.contains { $0["event"] == "lease.released" }
+            }
+            let released = try #require(f.events("host", "lease.released").first)
+            let releaseMs = released["releaseMs"]?.doubleValue ?? .infinity
+            #expect(releaseMs <= 1_000 + 1_000, "released after \(releaseMs) ms")
+            // The extension gets the lock but cannot record its epoch while the store is locked:
+            // it says so and keeps trying, instead of sitting in `waiting` with nothing waiting.
+            try await f.waitForLog("ext", "a failed lease record") { log in
+                log.contains { $0["event"] == "lease.failed" }
+            }
+            try await f.waitForStatus("ext to publish its problem") { statuses in
+                statuses.contains { $0.name == "ext" && $0.problem?.contains("writer lease") == true }
+            }
+            let status = try await BatonProcess.run(["status", "--dir", f.dir])
+            #expect(
+                status.stdout.contains("problem: ext: could not record the writer lease"), "\(status.stdout)")
+            lock.release()
+            #expect(try await f.wait(["--writer", "ext"]))
+            #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
+            let (missing, extra, local) = try await f.compareStoreWithServer()
+            #expect(
+                missing == 0 && extra == 0 && local == 20_000, "missing \(missing), extra \(extra), \(local)")
+            try await f.finish(lockedExpected: true)
+            let check = try await BatonProcess.run(["lease", "check", "--dir", f.dir])
+            #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
+        }
+
+        @Test("a deleted store file is reported by name and no longer written; a new opener refuses its WAL")
+        func deletedStoreFile() async throws {
+            let f = try await CoordinatorFixture(records: 20_000)
+            try await f.client.adminSetFaults(["latencyMs": 10])
+            try f.start("host", role: "host", lifecycle: "foreground", batchSize: 200)
+            try await f.waitForLog("host", "a few committed pages") { log in
+                (log.last { $0["event"] == "sync" }?["progress"]?.intValue ?? 0) >= 5
+            }
+            try FileManager.default.removeItem(atPath: f.dir + "/store.sqlite")
+            try await f.waitForLog("host", "store.lost") { log in log.contains { $0["event"] == "store.lost" }
+            }
+            let lost = try #require(f.events("host", "store.lost").first)
+            #expect(lost["reason"]?.stringValue?.contains("deleted") == true)
+            try await f.waitForLog("host", "the lease handed back") { log in
+                log.contains { $0["event"] == "lease.released" && $0["reason"] == "store-lost" }
+            }
+            let status = try await BatonProcess.run(["status", "--dir", f.dir])
+            #expect(status.stdout.contains("problem: host:"), "\(status.stdout)")
+            // Nothing reports success on a store nobody else can see.
+            #expect(!f.log("host").contains { $0["event"] == "sync" && $0["status"] == "done" })
+            // A store opened fresh beside the old WAL would take its frames: refused, by name.
+            let info = try await BatonProcess.run(["store", "info", "--dir", f.dir])
+            #expect(info.status != 0)
+            #expect(info.stderr.contains("store.sqlite-wal"), "\(info.stderr)")
+            try await f.finish()
+        }
+    }
+}
