@@ -97,7 +97,6 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "BatonTestSupport", "BatonStore", "BatonREST", "BatonServer", "BatonCoordinator",
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]),
     ],
     swiftLanguageModes: [.v6]

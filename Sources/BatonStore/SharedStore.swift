@@ -225,10 +225,11 @@ public final class SharedStore: Sendable {
     /// Interrupts the statement in flight on any connection; its transaction rolls back and the
     /// caller gets a `StoreError` with code `interrupted`. Used when a stop passes its deadline.
     ///
-    /// Until ``resumeWrites()``, writes also stop waiting for a lock held by another process
-    /// (SQLite's interrupt does not reach a connection asleep in its busy handler): they fail at
-    /// once with "database is locked" instead, so a stop and a release never hang on a store
-    /// locked elsewhere.
+    /// A write waiting for a lock held by another process is abandoned too (SQLite's interrupt
+    /// does not reach a connection asleep in its busy handler): it fails with "database is
+    /// locked". Until ``resumeWrites()``, later writes wait at most 300 ms for such a lock, so
+    /// a stop and a release never hang on a store locked elsewhere, while a short hold still
+    /// lets the stop's own bookkeeping land.
     public func interrupt() {
         writeGuard.abandonWrites()
         pool.interrupt()

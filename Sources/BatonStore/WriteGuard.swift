@@ -15,11 +15,18 @@ import Synchronization
 /// milliseconds instead.
 final class WriteGuard: Sendable {
     private struct State {
-        /// Set by ``abandonWrites()``: busy waits give up at once until ``resumeWrites()``.
+        /// Bumped by every ``abandonWrites()``.
+        var abandons: UInt64 = 0
+        /// ``abandons`` when the current write began: a write begun before an abandon gives up.
+        var writeStartedAt: UInt64 = 0
+        /// Between ``abandonWrites()`` and ``resumeWrites()``, later writes wait only briefly.
         var abandoning = false
         /// Optional deadline for the current write's busy wait.
         var writeDeadline: ContinuousClock.Instant?
     }
+
+    /// How long a write begun after an abandon waits for a lock held elsewhere.
+    static let briefWait = Duration.milliseconds(300)
 
     let busyTimeout: Duration
     let identity: StoreFileIdentity
@@ -33,13 +40,19 @@ final class WriteGuard: Sendable {
 
     /// Marks the start of a write on the writer connection.
     func beginWrite(deadline: ContinuousClock.Instant?) {
-        state.withLock { $0.writeDeadline = deadline }
+        state.withLock { state in
+            state.writeStartedAt = state.abandons
+            state.writeDeadline = deadline
+        }
     }
 
-    /// Makes the write waiting for a lock (if any), and every later one, give up its busy wait
-    /// at once, until ``resumeWrites()``.
+    /// Makes the write waiting for a lock (if any) give up at once, and later ones wait at most
+    /// ``briefWait``, until ``resumeWrites()``.
     func abandonWrites() {
-        state.withLock { $0.abandoning = true }
+        state.withLock { state in
+            state.abandons &+= 1
+            state.abandoning = true
+        }
     }
 
     /// Ends ``abandonWrites()``.
@@ -50,9 +63,11 @@ final class WriteGuard: Sendable {
     /// SQLite's busy handler: keeps waiting (in short naps) while the lock is held elsewhere,
     /// until the busy timeout, the write's deadline or an abandon.
     func shouldKeepWaiting(started: ContinuousClock.Instant) -> Bool {
-        let (abandoning, deadline) = state.withLock { ($0.abandoning, $0.writeDeadline) }
-        if abandoning { return false }
-        var end = started + busyTimeout
+        let (abandoned, abandoning, deadline) = state.withLock {
+            ($0.abandons != $0.writeStartedAt, $0.abandoning, $0.writeDeadline)
+        }
+        if abandoned { return false }
+        var end = started + (abandoning ? min(busyTimeout, Self.briefWait) : busyTimeout)
         if let deadline { end = min(end, deadline) }
         let now = ContinuousClock.now
         guard now < end else { return false }
@@ -230,4 +245,39 @@ public final class StorageFaults: Sendable {
     func raise(_ kind: Kind) throws -> Never {
         throw DatabaseError(resultCode: kind.resultCode, message: "\(kind.rawValue) (injected storage fault)")
     }
+}
+
+/// SQLite's write lock on a store, held by a connection of its own, as another process would
+/// hold it with `sqlite3 D/store.sqlite` and `BEGIN IMMEDIATE;` (tests and chaos runs only).
+@_spi(Faults)
+public final class ForeignWriteLock: @unchecked Sendable {
+    // The connection is used only by `init` and `release`, serialised by `lock`.
+    private var db: OpaquePointer?
+    private let lock = Mutex(())
+
+    /// Opens `path` and takes its write lock, waiting up to `timeout` for a writer in progress.
+    public init(path: String, timeout: Duration = .seconds(30)) throws {
+        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK else {
+            sqlite3_close(db)
+            throw StoreError(.database, "cannot open \(path) to lock it")
+        }
+        sqlite3_busy_timeout(db, Int32(timeout.components.seconds * 1000))
+        let code = sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil)
+        guard code == SQLITE_OK else {
+            sqlite3_close(db)
+            throw StoreError(.database, "cannot take the write lock of \(path): SQLite error \(code)")
+        }
+    }
+
+    /// Commits the empty transaction and closes the connection (once).
+    public func release() {
+        lock.withLock { _ in
+            guard let db else { return }
+            sqlite3_exec(db, "COMMIT", nil, nil, nil)
+            sqlite3_close(db)
+            self.db = nil
+        }
+    }
+
+    deinit { release() }
 }

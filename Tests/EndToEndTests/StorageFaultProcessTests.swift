@@ -1,35 +1,10 @@
 import BatonCoordinator
 import BatonJSON
 import BatonREST
-import BatonStore
+@_spi(Faults) import BatonStore
 import Foundation
-import GRDBSQLite
 import Logging
 import Testing
-
-/// A connection of this test process holding SQLite's write lock on the store, as
-/// `(echo 'BEGIN IMMEDIATE;'; sleep 13; echo 'COMMIT;') | sqlite3 D/store.sqlite` would.
-final class ForeignWriteLock {
-    private var db: OpaquePointer?
-
-    init(path: String) throws {
-        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK else {
-            throw ProcessTimeout(what: "opening \(path) for a foreign lock")
-        }
-        sqlite3_busy_timeout(db, 30_000)
-        guard sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK else {
-            throw ProcessTimeout(what: "BEGIN IMMEDIATE on \(path)")
-        }
-    }
-
-    func release() {
-        sqlite3_exec(db, "COMMIT", nil, nil, nil)
-        sqlite3_close(db)
-        db = nil
-    }
-
-    deinit { if db != nil { release() } }
-}
 
 extension CoordinatorFixture {
     /// The server ids missing from the store, and the store's records that are not on the server.

@@ -50,7 +50,7 @@ extension SyncManager {
             state.endTime = Clock.nowMillis()
             cancelRequested.remove(state.id)
             // Waiters resume in `execute`, once this job is no longer current.
-            persistFinal(state, onUpdate: job.onUpdate)
+            await persistFinal(state, onUpdate: job.onUpdate)
             return state
         }
     }

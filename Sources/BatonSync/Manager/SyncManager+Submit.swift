@@ -146,7 +146,7 @@ extension SyncManager {
         // A stop may have arrived while persisting: then the sync is stopped, not queued.
         guard machine.state == .acceptingSyncs else {
             running.status = .stopped
-            persistFinal(running, onUpdate: onUpdate)
+            await persistFinal(running, onUpdate: onUpdate)
             return running
         }
         enqueue(Job(syncId: state.id, kind: .run(inclusive: inclusive), onUpdate: onUpdate))

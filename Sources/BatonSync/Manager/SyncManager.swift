@@ -49,6 +49,8 @@ public actor SyncManager {
     /// background task keeps trying (see ``persistFinal(_:onUpdate:)``).
     var unpersistedFinals: [Int64: SyncState] = [:]
     var finalsFlusher: Task<Void, Never>?
+    /// Batches of queued syncs a stop is still marking `stopped` (they count as active work).
+    var finishingQueued = 0
     /// The original data-loss bug, switchable for one purpose: proving that the storage-fault
     /// sweep catches it.
     var advancesStateBeforeCommit = false
@@ -112,7 +114,7 @@ public actor SyncManager {
         }
         current = nil
         resumeSyncWaiters(job.syncId, final ?? (try? SyncState.byId(job.syncId, store: store)))
-        _ = machine.taskEnded(remaining: queue.count)
+        _ = machine.taskEnded(remaining: queue.count + finishingQueued)
         resumeStopWaitersIfStopped()
     }
 
@@ -126,17 +128,30 @@ public actor SyncManager {
     /// Asks every running or queued sync to stop. Running syncs stop at their next check (an
     /// HTTP request in flight is cancelled) and report `stopped`; queued ones become `stopped`
     /// without running; clean resync ghosts reports a failure. New calls fail until ``restart(restartStoppedSyncs:onUpdate:)``.
+    ///
+    /// It never waits for the store: the queued syncs' `stopped` is written by a task of its
+    /// own, so a stop is carried out at once even while another process holds SQLite's lock.
     public func stop() {
-        let active = queue.count + (current == nil ? 0 : 1)
+        let active = queue.count + (current == nil ? 0 : 1) + finishingQueued
         guard machine.stop(activeTasks: active) == .interruptTasks else {
             resumeStopWaitersIfStopped()
             return
         }
         let queued = queue
         queue.removeAll()
-        for job in queued { finishWithoutRunning(job) }
         current?.task.cancel()
-        if current == nil { _ = machine.taskEnded(remaining: 0) }
+        if !queued.isEmpty {
+            finishingQueued += 1
+            Task { await self.finishQueued(queued) }
+        }
+        if current == nil, finishingQueued == 0 { _ = machine.taskEnded(remaining: 0) }
+        resumeStopWaitersIfStopped()
+    }
+
+    func finishQueued(_ jobs: [Job]) async {
+        for job in jobs { await finishWithoutRunning(job) }
+        finishingQueued -= 1
+        if current == nil { _ = machine.taskEnded(remaining: queue.count + finishingQueued) }
         resumeStopWaitersIfStopped()
     }
 
@@ -320,15 +335,26 @@ public actor SyncManager {
         notify(state, onUpdate: onUpdate)
     }
 
-    /// Persists a final state without suspending, so it lands even from a cancelled task.
+    /// Writes a sync's state in a task of its own: a stop's cancellation does not reach it,
+    /// and the manager stays free to take calls (a `stop()`) while the write waits for a lock
+    /// held elsewhere.
+    func writeUncancelled(_ state: SyncState) async throws {
+        let row = state.row
+        let epoch = fencingEpoch
+        let store = self.store
+        try await Task.detached {
+            try await store.write(fencedBy: epoch) { try $0.updateSyncState(row) }
+        }.value
+    }
+
+    /// Persists a final state; it lands even from a cancelled task.
     ///
     /// When the write fails (a full disk, a lock held elsewhere), the store would go on saying
     /// `running` with nothing running the sync: the state is kept and written again, with a
     /// growing pause, until it lands, the sync runs again, or the lease moves on.
-    func persistFinal(_ state: SyncState, onUpdate: SyncUpdateBlock?) {
+    func persistFinal(_ state: SyncState, onUpdate: SyncUpdateBlock?) async {
         do {
-            let row = state.row
-            try store.write(fencedBy: fencingEpoch) { try $0.updateSyncState(row) }
+            try await writeUncancelled(state)
             unpersistedFinals[state.id] = nil
         } catch {
             logger.error(
@@ -344,7 +370,7 @@ public actor SyncManager {
         guard finalsFlusher == nil else { return }
         finalsFlusher = Task {
             var pause = Duration.milliseconds(50)
-            while self.flushFinals() {
+            while await self.flushFinals() {
                 do { try await Task.sleep(for: pause) } catch { break }
                 pause = min(pause * 2, .seconds(2))
             }
@@ -358,13 +384,13 @@ public actor SyncManager {
     }
 
     /// Writes the unpersisted final states; returns true while some are left.
-    func flushFinals() -> Bool {
+    func flushFinals() async -> Bool {
         // A sync submitted again meanwhile left this list in `submit`.
         for (id, state) in unpersistedFinals.sorted(by: { $0.key < $1.key }) {
             do {
-                let row = state.row
-                try store.write(fencedBy: fencingEpoch) { try $0.updateSyncState(row) }
-                unpersistedFinals[id] = nil
+                try await writeUncancelled(state)
+                // A run submitted meanwhile took over: leave its state alone next time.
+                if unpersistedFinals[id] == state { unpersistedFinals[id] = nil }
             } catch let error as StoreError where error.code == .staleEpoch || error.code == .storeFileChanged
             {
                 unpersistedFinals[id] = nil  // no longer ours to write
@@ -383,7 +409,7 @@ public actor SyncManager {
     }
 
     /// A queued job reached a stop: its sync is `stopped` without running; ghost cleaning fails.
-    func finishWithoutRunning(_ job: Job) {
+    func finishWithoutRunning(_ job: Job) async {
         switch job.kind {
         case .cleanGhosts(let continuation):
             continuation.resume(
@@ -394,7 +420,7 @@ public actor SyncManager {
             if var state = try? SyncState.byId(job.syncId, store: store) {
                 state.status = .stopped
                 state.endTime = Clock.nowMillis()
-                persistFinal(state, onUpdate: job.onUpdate)
+                await persistFinal(state, onUpdate: job.onUpdate)
                 resumeSyncWaiters(job.syncId, state)
             } else {
                 resumeSyncWaiters(job.syncId, nil)

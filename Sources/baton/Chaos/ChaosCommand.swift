@@ -95,6 +95,7 @@ struct ChaosCommand: AsyncParsableCommand {
                         ($0.rawValue, JSONValue.int(Int64(run.faults[$0] ?? 0)))
                     })),
             "handOvers": .int(Int64(run.handOvers)), "kills": .int(Int64(run.kills)),
+            "interruptedStops": .int(Int64(run.interruptedStops)),
             "localEdits": .int(Int64(run.editCount)), "localCreates": .int(Int64(run.createCount)),
             "violations": .array(
                 violations.map { violation in
@@ -113,7 +114,7 @@ struct ChaosCommand: AsyncParsableCommand {
             let counts = ChaosFault.allCases.map { "\($0.rawValue) \(run.faults[$0] ?? 0)" }
             CLIOutput.line("faults: " + counts.joined(separator: ", "))
             CLIOutput.line(
-                "\(run.handOvers) hand-overs, \(run.kills) writers killed, \(run.editCount) local edits and \(run.createCount) local creates"
+                "\(run.handOvers) hand-overs, \(run.kills) writers killed, \(run.interruptedStops) stops past their deadline, \(run.editCount) local edits and \(run.createCount) local creates"
             )
             if passed {
                 CLIOutput.line(

@@ -1,7 +1,7 @@
 import BatonCoordinator
 import BatonREST
 import BatonServer
-import BatonStore
+@_spi(Faults) import BatonStore
 import Foundation
 
 extension ChaosRun {
@@ -42,6 +42,17 @@ extension ChaosRun {
             try await client.adminSetFaults(["latencyMs": 5, "dropAfterCommitNext": 1])
         case .junkSignals:
             break
+        case .stopDeadlineInterrupt:
+            try await client.adminSetFaults(["latencyMs": 5])
+            try await stopDeadlineInterrupt(round: round)
+            return
+        case .diskFull:
+            try await client.adminSetFaults(["latencyMs": 20])
+            // Full before the hand-over: the new writer's lease record, its recovery and its
+            // pages all meet the full disk. Half the time SQLite's page limit (writes that need
+            // room fail, a state updated in place commits), half the time every write fails.
+            let kind = random.chance(0.5) ? "disk-full" : "full"
+            try Data("\(kind)\n".utf8).write(to: URL(fileURLWithPath: diskFullPath))
         }
         let writesBefore = server.writesCommitted
         let requestsBefore = server.requestCount
@@ -95,6 +106,23 @@ extension ChaosRun {
             try await restartServer(downFor: .milliseconds(random.int(100...1500)))
         case .junkSignals:
             try await junkBurst()
+        case .stopDeadlineInterrupt:
+            break
+        case .diskFull:
+            // The outage lasts until a write has failed on it (or a while, if none was due).
+            let members = self.members
+            _ = try await DirectoryWatcher(
+                root: shared.path, subdirectories: ["logs"], reportsModifications: true
+            )
+            .wait(timeout: .seconds(10)) {
+                members.contains { member in
+                    member.log.events().dropFirst(marks[member.name] ?? 0).contains {
+                        ["sync.retry", "lease.failed", "writer.error", "status.failed"].contains(
+                            $0.event ?? "")
+                    }
+                }
+            }
+            try? FileManager.default.removeItem(atPath: diskFullPath)
         case .serverEdits:
             _ = try await untilSyncRuns(round: round, after: marks, progressed: false)
             try await client.adminTouch(
@@ -106,6 +134,65 @@ extension ChaosRun {
             let doomed = Array(deletable.shuffled(using: &random).prefix(random.int(1...5)))
             try await client.adminDelete(type: "Account", ids: doomed)
         }
+    }
+
+    /// The `stop-deadline-interrupt` round: a member restarted with a 1 ms stop deadline
+    /// becomes the writer of a few hundred changed records. Once it has committed a page, the
+    /// run takes SQLite's write lock from outside (as a shell's `BEGIN IMMEDIATE` would), so the
+    /// next page's save waits; as soon as that save has begun, the member is sent to the
+    /// background. Its stop deadline passes, the save is abandoned and rolled back, and the lock
+    /// is let go right then, so the `stopped` state commits: it must not cover the page that did
+    /// not. The member is restarted with the usual deadline once it has let go.
+    func stopDeadlineInterrupt(round: Int) async throws {
+        let previous = currentWriter ?? expectedWriter
+        let victim = members.filter { $0 !== previous }.randomElement(using: &random)!
+        try restartGracefully(victim, stopDeadline: "0.001")
+        let most = max(1, min(600, options.records))
+        try await client.adminTouch(
+            type: "Account", count: random.int(min(200, most)...most),
+            fields: ["Rating__c": .string("big\(round)")])
+        let marks = Dictionary(uniqueKeysWithValues: members.map { ($0.name, $0.log.count) })
+        try arrange(foreground: [victim])
+        handOvers += 1
+        try await until(round: round, "\(victim.name) to commit a page") {
+            Self.runningSync(in: victim, after: marks[victim.name] ?? 0, progressed: true)
+        }
+        let server = self.server!.server
+        let lock = try ForeignWriteLock(path: shared.storePath)
+        defer { lock.release() }
+        // The next page's fetch is sent as the save before it begins (and waits for the lock).
+        let requests = server.requestCount
+        _ = await finishes(within: .seconds(10)) { await server.waitForRequests(requests + 1) }
+        let next = members.filter { $0 !== victim }.randomElement(using: &random)!
+        try arrange(foreground: [next])
+        handOvers += 1
+        try await until(round: round, "\(victim.name)'s stop deadline to pass") {
+            victim.log.events().dropFirst(marks[victim.name] ?? 0).contains {
+                $0.event == "stop.deadline" || $0.event == "stopped"
+            }
+        }
+        lock.release()
+        if victim.log.events().dropFirst(marks[victim.name] ?? 0).contains(where: {
+            $0.event == "stop.deadline"
+        }) {
+            interruptedStops += 1
+        }
+        try await until(round: round, "\(victim.name) to let go of the lease") {
+            victim.log.events().dropFirst(marks[victim.name] ?? 0).contains { $0.event == "lease.released" }
+        }
+        try restartGracefully(victim, stopDeadline: "2")
+    }
+
+    /// SIGTERM (the participant releases what it holds and exits), then start it again with
+    /// this stop deadline (seconds).
+    func restartGracefully(_ member: Member, stopDeadline: String) throws {
+        if let process = member.process, process.isRunning {
+            kill(process.processIdentifier, SIGTERM)
+            process.waitUntilExit()
+            ChildProcesses.shared.forget(process.processIdentifier)
+        }
+        member.stopDeadline = stopDeadline
+        try start(member)
     }
 
     /// Picks a new writer (never the current one) and sometimes a lower-priority member that
@@ -157,6 +244,7 @@ extension ChaosRun {
 
     /// Everything back to normal: faults off, nobody stopped, the server up.
     func recover() async throws {
+        try? FileManager.default.removeItem(atPath: diskFullPath)
         for member in members where member.process?.isRunning == true { kill(member.pid, SIGCONT) }
         if server == nil { try await startServer() }
         try await client.adminClearFaults()

@@ -19,6 +19,8 @@ final class ChaosRun: @unchecked Sendable {
         let log: LogTail
         var process: Process?
         var lifecycle: Lifecycle = .background
+        /// Its stop deadline (seconds); a fault may change it, and it is kept across restarts.
+        var stopDeadline = "2"
 
         init(name: String, role: String, priority: Int, logsPath: String) {
             self.name = name
@@ -57,6 +59,8 @@ final class ChaosRun: @unchecked Sendable {
     var faults: [ChaosFault: Int] = [:]
     var handOvers = 0
     var kills = 0
+    /// `stop-deadline-interrupt` rounds whose stop did pass its deadline (the save abandoned).
+    var interruptedStops = 0
     /// Every local edit and create the run made, in order (see ``checkNoEditLost``).
     var edits: [LocalEdit] = []
     var editCount = 0
@@ -80,6 +84,9 @@ final class ChaosRun: @unchecked Sendable {
     }
 
     var client: RESTClient { RESTClient(baseURL: server?.url ?? "", token: token, logger: quiet) }
+
+    /// While this file exists, the participants' store writes fail as it says (`disk-full`).
+    var diskFullPath: String { workPath + "/disk-full" }
 
     // MARK: - The run
 
@@ -184,7 +191,8 @@ final class ChaosRun: @unchecked Sendable {
             "--lifecycle", "background", "--batch-size", String(Self.batchSize),
             "--sync-down", "accounts:accounts:\(Self.query)", "--clean-ghosts", "accounts",
             "--sync-up", "edits:accounts", "--down-merge-mode", "leave-if-changed",
-            "--up-merge-mode", "overwrite", "--retry-delay", "0.2", "--stop-deadline", "2",
+            "--up-merge-mode", "overwrite", "--retry-delay", "0.2", "--stop-deadline", member.stopDeadline,
+            "--storage-fault-file", diskFullPath,
         ]
         var environment = ProcessInfo.processInfo.environment
         environment["BATON_TOKEN"] = token

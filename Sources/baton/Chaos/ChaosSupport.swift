@@ -29,6 +29,13 @@ enum ChaosFault: String, CaseIterable, Sendable {
     case junkSignals = "junk-signal-burst"
     /// Records changed and deleted on the server while a sync runs.
     case serverEdits = "server-edits-during-sync"
+    /// A writer with a 1 ms stop deadline is sent to the background while it saves a large
+    /// page: the interrupted page rolls back and must be fetched again, never skipped.
+    case stopDeadlineInterrupt = "stop-deadline-interrupt"
+    /// The store's disk fills up (SQLite's page limit held at the store's size: pages of records
+    /// fail with SQLITE_FULL, small in-place writes still commit) for a while, then has room
+    /// again; the writer must finish by itself.
+    case diskFull = "disk-full"
 
     /// Whether the round makes local edits first (so a sync up has something to send).
     var needsLocalEdits: Bool { self == .killAfterServerCommit || self == .droppedAfterCommit }
