@@ -376,6 +376,12 @@ public actor Participant {
         }
         await manager.waitUntilStopped()
         watchdog.cancel()
+        // A sync's end that could not be written yet: one more try while the lease is held
+        // (past it, the next holder's recovery sets it `stopped`).
+        let unpersisted = await manager.flushUnpersisted()
+        if !unpersisted.isEmpty {
+            log.log("syncs.unpersisted", ["ids": .array(unpersisted.map(JSONValue.int))])
+        }
         cancelRecovery(.writerStart)
         let stopMs = ParticipantLog.monotonicMillis() - started
         log.log("stopped", ["stopMs": .double((stopMs * 10).rounded() / 10)])

@@ -383,6 +383,16 @@ public actor SyncManager {
         if !unpersistedFinals.isEmpty { startFlushingFinals() }
     }
 
+    /// Tries once more to write the final states that could not be persisted (the coordinator
+    /// does this before it lets go of the lease).
+    ///
+    /// - Returns: the ids still unpersisted.
+    @discardableResult
+    public func flushUnpersisted() async -> [Int64] {
+        _ = await flushFinals()
+        return unpersistedSyncIds
+    }
+
     /// Writes the unpersisted final states; returns true while some are left.
     func flushFinals() async -> Bool {
         // A sync submitted again meanwhile left this list in `submit`.
