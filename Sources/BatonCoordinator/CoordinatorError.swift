@@ -3,6 +3,8 @@ public struct CoordinatorError: Error, Sendable, Hashable, CustomStringConvertib
     public enum Code: String, Sendable, Hashable {
         case invalidName = "invalid_name"
         case leaseTimeout = "lease_timeout"
+        /// Another live process already runs a participant of that name.
+        case nameInUse = "name_in_use"
         case watchFailed = "watch_failed"
         case badSignalFile = "bad_signal_file"
         case io

@@ -26,7 +26,7 @@ final class WriteGuard: Sendable {
     }
 
     /// How long a write begun after an abandon waits for a lock held elsewhere.
-    static let briefWait = Duration.milliseconds(300)
+    static let briefWait = Duration.milliseconds(200)
 
     let busyTimeout: Duration
     let identity: StoreFileIdentity

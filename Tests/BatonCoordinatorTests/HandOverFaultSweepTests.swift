@@ -62,21 +62,10 @@ struct HandOverFaultSweepTests {
         func participant(_ name: String, role: String, _ lifecycle: Lifecycle) throws -> (
             Participant, SharedStore
         ) {
-            let store = try SharedStore.open(directory: shared, logger: logger)
-            let manager = SyncManager(
-                store: store, targetFactory: RESTTargetFactory(client: client), logger: logger)
-            let target = try SoqlSyncDownTarget(
-                client: client, query: "SELECT Id, Name FROM Account", batchSize: 10)
-            let configuration = ParticipantConfiguration(
-                name: name, role: role,
-                syncs: [.down(name: "accounts", soup: "accounts", target: target, options: SyncOptions())],
-                initialLifecycle: lifecycle, retryDelay: .milliseconds(20), maxRetryDelay: .milliseconds(200))
-            return (
-                try Participant(
-                    configuration: configuration, directory: shared, store: store, manager: manager,
-                    logger: logger),
-                store
-            )
+            let made = try TestParticipant(
+                name, role: role, lifecycle, shared: shared, client: client, logger: logger, batchSize: 10,
+                retryDelay: .milliseconds(20), maxRetryDelay: .milliseconds(200))
+            return (made.participant, made.store)
         }
 
         let (ext, extStore) = try participant("ext", role: "extension", .foreground)

@@ -24,6 +24,31 @@ func status(_ shared: SharedDirectory, _ name: String) -> ParticipantStatus? {
     ParticipantStatus.readAll(in: shared).first { $0.name == name }
 }
 
+/// A participant in this process, with a store handle and a sync manager of its own (as a
+/// separate process would have), syncing every Account down into the `accounts` soup.
+struct TestParticipant {
+    let participant: Participant
+    let manager: SyncManager
+    let store: SharedStore
+
+    init(
+        _ name: String, role: String, _ lifecycle: Lifecycle, shared: SharedDirectory, client: RESTClient,
+        logger: Logger, batchSize: Int, retryDelay: Duration = .milliseconds(500),
+        maxRetryDelay: Duration = .seconds(30)
+    ) throws {
+        store = try SharedStore.open(directory: shared, logger: logger)
+        manager = SyncManager(store: store, targetFactory: RESTTargetFactory(client: client), logger: logger)
+        let target = try SoqlSyncDownTarget(
+            client: client, query: "SELECT Id, Name FROM Account", batchSize: batchSize)
+        let configuration = ParticipantConfiguration(
+            name: name, role: role,
+            syncs: [.down(name: "accounts", soup: "accounts", target: target, options: SyncOptions())],
+            initialLifecycle: lifecycle, retryDelay: retryDelay, maxRetryDelay: maxRetryDelay)
+        participant = try Participant(
+            configuration: configuration, directory: shared, store: store, manager: manager, logger: logger)
+    }
+}
+
 @Suite("Participants in one process")
 struct ParticipantTests {
     @Test(
@@ -39,27 +64,13 @@ struct ParticipantTests {
         try await client.adminSeed(type: "Account", count: 3000)
         try await client.adminSetFaults(["latencyMs": 40])
 
-        func participant(_ name: String, role: String, _ lifecycle: Lifecycle) throws -> (
-            Participant, SyncManager
-        ) {
-            let store = try SharedStore.open(directory: shared, logger: quiet)
-            let manager = SyncManager(
-                store: store, targetFactory: RESTTargetFactory(client: client), logger: quiet)
-            let target = try SoqlSyncDownTarget(
-                client: client, query: "SELECT Id, Name FROM Account", batchSize: 200)
-            let configuration = ParticipantConfiguration(
-                name: name, role: role,
-                syncs: [.down(name: "accounts", soup: "accounts", target: target, options: SyncOptions())],
-                initialLifecycle: lifecycle)
-            return (
-                try Participant(
-                    configuration: configuration, directory: shared, store: store, manager: manager,
-                    logger: quiet), manager
-            )
-        }
-
-        let (ext, extManager) = try participant("ext", role: "extension", .foreground)
-        let (host, _) = try participant("host", role: "host", .background)
+        let extensionParticipant = try TestParticipant(
+            "ext", role: "extension", .foreground, shared: shared, client: client, logger: quiet,
+            batchSize: 200)
+        let (ext, extManager) = (extensionParticipant.participant, extensionParticipant.manager)
+        let host = try TestParticipant(
+            "host", role: "host", .background, shared: shared, client: client, logger: quiet, batchSize: 200
+        ).participant
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await ext.run() }
             try await waitUntil(shared, "ext to write") { status(shared, "ext")?.isWriter == true }

@@ -32,36 +32,45 @@ extension HeavyEndToEnd {
     struct StorageFaultProcessTests {
         @Test("a tiny stop deadline interrupts page saves six times over; every record arrives")
         func tinyStopDeadline() async throws {
-            // Heavy records, so a page's save takes long enough for the stops to land on it.
-            let f = try await CoordinatorFixture(records: 20_000, bytes: 1_000)
+            let f = try await CoordinatorFixture(records: 20_000)
             try f.start(
                 "host", role: "host", lifecycle: "foreground", batchSize: 2000,
-                query: "SELECT Id, Name, Number__c, Description FROM Account",
                 extra: ["--stop-deadline", "0.001"])
-            for _ in 0..<6 {
+            var flips = 0
+            while flips < 6 {
                 #expect(try await f.wait(["--writer", "host"]))
-                let shared = try SharedDirectory(path: f.dir, create: false)
-                // Let a page arrive, so the stop lands on (or near) a save.
-                let saved = f.events("host", "sync").count
+                let seen = f.events("host", "sync").count
                 try await f.waitForLog("host", "a saved page") { log in
-                    log.filter { $0["event"] == "sync" }.dropFirst(saved).contains {
+                    log.filter { $0["event"] == "sync" }.dropFirst(seen).contains {
                         ($0["status"] == "running" && ($0["progress"]?.intValue ?? 0) > 0)
                             || $0["status"] == "done"
                     }
                 }
                 if f.events("host", "sync").last?["status"] == "done" { break }
-                // Written straight away (as `echo background > D/lifecycle/host` does), so the
-                // stop lands while the next page, fetched during the last save, is being saved.
+                // The next page's save waits for SQLite's lock, held from outside (as a shell's
+                // BEGIN IMMEDIATE would), while the host goes to the background: its 1 ms stop
+                // deadline passes mid-save. The lock is let go right then, so the `stopped`
+                // state commits; it must not cover the page that rolled back.
+                let lock = try ForeignWriteLock(path: f.dir + "/store.sqlite")
+                let requests = f.server.server.requestCount
+                await f.server.server.waitForRequests(requests + 1)  // the save after it has begun
+                let deadlines = f.events("host", "stop.deadline").count
+                let shared = try SharedDirectory(path: f.dir, create: false)
                 try LifecycleSignal.write(.background, directory: shared, name: "host")
+                try await f.waitForLog("host", "the stop deadline") { log in
+                    log.filter { $0["event"] == "stop.deadline" }.count > deadlines
+                }
+                lock.release()
                 #expect(try await f.wait(["--no-writer"]))
                 try LifecycleSignal.write(.foreground, directory: shared, name: "host")
+                flips += 1
             }
+            #expect(flips >= 3, "only \(flips) flips before the sync was done")
             #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
-            #expect(!f.events("host", "stop.deadline").isEmpty)
             let (missing, extra, local) = try await f.compareStoreWithServer()
             #expect(
                 missing == 0 && extra == 0 && local == 20_000, "missing \(missing), extra \(extra), \(local)")
-            try await f.finish()
+            try await f.finish(lockedExpected: true)
             let check = try await BatonProcess.run(["lease", "check", "--dir", f.dir, "--strict"])
             #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
         }

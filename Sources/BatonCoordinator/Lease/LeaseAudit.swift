@@ -45,8 +45,9 @@ public enum LeaseAudit {
     public struct CommitReport: Sendable, Hashable {
         /// Commits by a process that was not the lease holder, under a stale epoch, or out of order.
         public var violations: [Violation] = []
-        /// Commits made while nobody held the lease (epoch 0, or by a process writing without it,
-        /// such as `baton store upsert`); each one is also listed in `violations` when `strict`.
+        /// Commits made outside the lease (epoch 0, or by a process writing without it, such as
+        /// `baton store upsert --unleased`). One made while somebody held the lease is always
+        /// listed in `violations`; the others only when `strict`.
         public var unleased = 0
         public var checked = 0
     }
@@ -81,7 +82,13 @@ public enum LeaseAudit {
             }
             guard let holder = holders[commit.epoch], holder.pid == commit.pid else {
                 report.unleased += 1
-                if strict || commit.fencedEpoch != nil {
+                // Outside the lease while somebody held it: a write the holder did not expect
+                // (a tool run with --unleased during a sync), always a violation.
+                let heldThen =
+                    holders[commit.epoch].map { holder in
+                        commit.at >= holder.acquired && (holder.released.map { commit.at <= $0 } ?? true)
+                    } ?? false
+                if strict || commit.fencedEpoch != nil || heldThen {
                     let who = holders[commit.epoch].map { "'\($0.name)' (pid \($0.pid))" } ?? "nobody"
                     report.violations.append(
                         Violation(

@@ -29,6 +29,10 @@ public final class WriterLease: Sendable {
     /// The lease held now by this process, if any.
     public var current: Held? { state.withLock { $0.held } }
 
+    /// Whether the lock this process holds is still on the file `D/writer.lock` names (false
+    /// once that file was deleted or replaced, or when nothing is held).
+    public var holdsLockFile: Bool { state.withLock { $0.lock?.isStillAtPath ?? false } }
+
     /// Prepares (but does not take) the lease for participant `name`.
     public init(directory: SharedDirectory, store: SharedStore, name: String) throws {
         self.directory = directory
@@ -45,6 +49,10 @@ public final class WriterLease: Sendable {
         if let held = current { return held }
         let lock = try FileLock(path: directory.writerLockPath)
         guard try lock.tryLock() else { return nil }
+        guard lock.isStillAtPath else {
+            lock.unlock()
+            return nil
+        }
         return try begin(with: lock)
     }
 
@@ -85,6 +93,12 @@ public final class WriterLease: Sendable {
             let seen = changes?.rings ?? 0
             if mayTry() {
                 let lock = try await KernelLockWait.lock(path: directory.writerLockPath, deadline: deadline)
+                // A lock on a writer.lock deleted or replaced meanwhile guards nothing: the next
+                // taker would open the new file. Wait again, on the file the path names now.
+                if !lock.isStillAtPath {
+                    lock.unlock()
+                    continue
+                }
                 if mayTry() { return try begin(with: lock) }
                 // A higher-priority participant started waiting meanwhile: let it go first.
                 lock.unlock()
@@ -124,6 +138,38 @@ public final class WriterLease: Sendable {
         lock.unlock()
         // Checkpoints held back while the lease was held run now, while nobody waits for them.
         store.releaseCheckpoints()
+    }
+}
+
+extension WriterLease {
+    /// Takes the lease (waiting up to `timeout`, forever when nil), runs `body` with the held
+    /// lease, whose epoch fences its writes, and releases it, also when `body` throws. For tools
+    /// and apps that write now and then, as a participant would.
+    ///
+    /// - Throws: `leaseTimeout` naming the current holder when the lease was not free in time.
+    public func withLease<T: Sendable>(
+        timeout: Duration? = nil, _ body: (Held) async throws -> T
+    ) async throws -> T {
+        let held: Held
+        do {
+            held = try await acquire(deadline: timeout.map { ContinuousClock.now + $0 })
+        } catch let error as CoordinatorError where error.code == .leaseTimeout {
+            let history = (try? await store.read { try $0.leaseHistory() }) ?? []
+            let holder = history.last { $0.released == nil }
+            let who = holder.map { "'\($0.name)' (pid \($0.pid))" } ?? "another process"
+            throw CoordinatorError(
+                .leaseTimeout,
+                "the writer lease is held by \(who) and was not free within \(timeout.map { "\($0)" } ?? "the wait"); send it to the background (baton signal --dir \(directory.path) NAME background) or wait longer with --timeout"
+            )
+        }
+        do {
+            let result = try await body(held)
+            release(held)
+            return result
+        } catch {
+            release(held)
+            throw error
+        }
     }
 }
 
@@ -200,7 +246,13 @@ final class ParticipantChanges: Sendable {
                 .events()
         else { return }
         let task = Task { [self] in
-            for await _ in events { ring() }
+            for await event in events {
+                // Junk in participants/ never wakes a waiter.
+                if case .changed(_, let name) = event, !ParticipantStatus.isStatusFile(name, in: directory) {
+                    continue
+                }
+                ring()
+            }
         }
         listener.withLock { $0 = task }
     }

@@ -23,6 +23,9 @@ public struct HandOverStateMachine: Sendable, Hashable {
         case shutdown
         /// The store file was deleted, renamed or replaced: this process must not write.
         case storeLost = "store-lost"
+        /// `D/writer.lock` was deleted or replaced: another process may hold a lock on the new
+        /// file, so this one steps down (as if fenced) and waits again.
+        case lockLost = "lock-lost"
     }
 
     public enum Action: Sendable, Hashable {
@@ -82,13 +85,12 @@ public struct HandOverStateMachine: Sendable, Hashable {
         return [.publish, .stopAndRelease(.yield)]
     }
 
-    /// The writer can no longer write (its store file went away): hand the lease over. It
-    /// waits for the lease again afterwards if still foreground, and fails to record it until
-    /// the store is back.
-    public mutating func cannotWrite() -> [Action] {
+    /// The writer can no longer write safely (its store file or its lock file went away): hand
+    /// the lease over. It waits for the lease again afterwards if still foreground.
+    public mutating func cannotWrite(_ reason: ReleaseReason) -> [Action] {
         guard phase == .writer, !shuttingDown else { return [] }
         phase = .releasing
-        return [.publish, .stopAndRelease(.storeLost)]
+        return [.publish, .stopAndRelease(reason)]
     }
 
     /// The lease was released after a `stopAndRelease`.

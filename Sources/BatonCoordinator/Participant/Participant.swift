@@ -36,6 +36,8 @@ public actor Participant {
     let lease: WriterLease
     let log: ParticipantLog
     let logger: Logger
+    /// `D/participants/<name>.lock`, held for the process's lifetime: one live process per name.
+    var nameLock: FileLock
     var machine = HandOverStateMachine()
     var held: WriterLease.Held?
     var acquiring: Task<Void, Never>?
@@ -62,6 +64,8 @@ public actor Participant {
         logger: Logger
     ) throws {
         try ParticipantName.validate(configuration.name)
+        try directory.ensureSubdirectory(directory.participantsPath)
+        nameLock = try Self.claimName(configuration.name, in: directory)
         self.configuration = configuration
         self.directory = directory
         self.store = store
@@ -70,6 +74,44 @@ public actor Participant {
         lease = try WriterLease(directory: directory, store: store, name: configuration.name)
         log = try ParticipantLog(directory: directory, name: configuration.name)
         (events, sink) = AsyncStream.makeStream(of: Event.self)
+    }
+
+    /// Takes `D/participants/<name>.lock` (freed by the kernel when the process dies) and
+    /// records this process's pid in it.
+    ///
+    /// - Throws: `nameInUse`, naming the pid, when a live process holds the name.
+    static func claimName(_ name: String, in directory: SharedDirectory) throws -> FileLock {
+        let path = directory.participantsPath + "/\(name).lock"
+        let lock = try FileLock(path: path)
+        guard try lock.tryLock() else {
+            let pid =
+                FileLock.recorded(at: path)?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "unknown"
+            throw CoordinatorError(
+                .nameInUse,
+                "participant '\(name)' is already running (pid \(pid)) in \(directory.path); stop it first or choose another --name"
+            )
+        }
+        lock.record("\(getpid())\n")
+        return lock
+    }
+
+    /// After a rescan: if `participants/` was deleted or its lock file replaced, takes the name
+    /// again (logging when another process got it first) and republishes the status.
+    func reclaimNameAndRepublish() {
+        if !nameLock.isStillAtPath {
+            do {
+                try directory.ensureSubdirectory(directory.participantsPath)
+                let fresh = try Self.claimName(configuration.name, in: directory)
+                nameLock.unlock()
+                nameLock = fresh
+                log.log("name.reclaimed")
+            } catch {
+                log.log("name.lost", ["error": .string(String(describing: error))])
+                logger.error(
+                    "could not take this participant's name again", metadata: ["baton.error": "\(error)"])
+            }
+        }
+        publishOrRetry()
     }
 
     /// Asks the participant to hand everything back and end ``run()``. Safe from any thread
@@ -144,11 +186,23 @@ public actor Participant {
             if case .rescan(let reason) = change, reason != "start" {
                 logger.warning("rescanning the shared directory", metadata: ["baton.reason": "\(reason)"])
                 log.log("rescan", ["reason": .string(reason)])
+                reclaimNameAndRepublish()
             }
-            if case .changed(let sub, let name) = change, sub == "lifecycle", name != configuration.name {
-                return false
+            if case .changed(let sub, let name) = change {
+                switch sub {
+                case "lifecycle":
+                    if name != configuration.name { return false }
+                case "participants":
+                    // Junk there costs one stat, never a read of the directory.
+                    if !ParticipantStatus.isStatusFile(name, in: directory) { return false }
+                case "":
+                    if name == "writer.lock" { return await checkLockFile() }
+                    if name == "store.sqlite" { _ = await checkStoreFile() }
+                    return false
+                default:
+                    return false
+                }
             }
-            if case .changed(let sub, _) = change, sub != "lifecycle", sub != "participants" { return false }
             if (try? await carryOut(readLifecycle())) == true { return true }
             if await checkStoreFile() { return false }
             if machine.phase != .writer {
@@ -360,12 +414,14 @@ public actor Participant {
 
     func stopAndRelease(_ reason: HandOverStateMachine.ReleaseReason) async {
         let started = ParticipantLog.monotonicMillis()
+        let begun = ContinuousClock.now
         cancelRetries()
         log.log("stop.requested", ["reason": .string(reason.rawValue)])
         await manager.stop()
         await noteManagerState()
-        // Past the deadline, interrupt the SQLite statement in flight (its page rolls back) so
-        // the stop completes; the watchdog is cancelled as soon as the stop is done.
+        // Past the deadline, interrupt the SQLite statement in flight (its page rolls back) and
+        // abandon a wait for a lock held elsewhere, so the stop completes; the watchdog is
+        // cancelled as soon as the stop is done.
         let store = self.store
         let log = self.log
         let deadline = configuration.stopDeadline
@@ -376,11 +432,14 @@ public actor Participant {
         }
         await manager.waitUntilStopped()
         watchdog.cancel()
-        // A sync's end that could not be written yet: one more try while the lease is held
-        // (past it, the next holder's recovery sets it `stopped`).
-        let unpersisted = await manager.flushUnpersisted()
-        if !unpersisted.isEmpty {
-            log.log("syncs.unpersisted", ["ids": .array(unpersisted.map(JSONValue.int))])
+        let deadlinePassed = ContinuousClock.now - begun >= deadline
+        if !deadlinePassed {
+            // A sync's end that could not be written yet: one more try while the lease is held
+            // (past it, the next holder's recovery sets it `stopped`).
+            let unpersisted = await manager.flushUnpersisted()
+            if !unpersisted.isEmpty {
+                log.log("syncs.unpersisted", ["ids": .array(unpersisted.map(JSONValue.int))])
+            }
         }
         cancelRecovery(.writerStart)
         let stopMs = ParticipantLog.monotonicMillis() - started
@@ -391,11 +450,11 @@ public actor Participant {
         await manager.setNotAcceptingHint(
             "participant '\(configuration.name)' does not hold the writer lease")
         if let held {
-            // Closing the history row waits for a lock held elsewhere only until the stop's
-            // deadline plus a little: past it the row stays open, and the next holder closes it.
-            let bookkeepingDeadline =
-                ContinuousClock.now
-                + max(.milliseconds(200), deadline - .milliseconds(Int64(stopMsSoFar(started))))
+            // The whole release takes the stop deadline plus 0.7 s at most: closing the history
+            // row waits for a lock held elsewhere only until then (and 100 ms at least); past
+            // it the row stays open, and the next holder closes it.
+            let bookkeepingDeadline = max(
+                ContinuousClock.now + .milliseconds(100), begun + deadline + .milliseconds(700))
             lease.release(held, bookkeepingDeadline: bookkeepingDeadline)
             self.held = nil
             let totalMs = ParticipantLog.monotonicMillis() - started
@@ -407,10 +466,6 @@ public actor Participant {
                 ])
         }
         store.resumeWrites()
-    }
-
-    func stopMsSoFar(_ started: Double) -> Double {
-        ParticipantLog.monotonicMillis() - started
     }
 
     func syncUpdated(_ state: SyncState) async {
@@ -445,20 +500,27 @@ public actor Participant {
         guard held != nil, let base = configuration.retryDelay, retries[name] == nil else { return }
         let attempt = (failures[name] ?? 0) + 1
         failures[name] = attempt
-        let delay = min(base * (1 << min(attempt - 1, 16)), configuration.maxRetryDelay)
+        let delay = backoff(base, attempt: attempt)
         let milliseconds =
             Double(delay.components.seconds) * 1000 + Double(delay.components.attoseconds) / 1e15
         log.log(
             "sync.retry",
             ["name": .string(name), "attempt": .int(Int64(attempt)), "delayMs": .double(milliseconds)])
+        retries[name] = yield(.retry(name), after: delay)
+    }
+
+    /// `base` doubled for each failure in a row before `attempt`, up to the maximum retry delay.
+    func backoff(_ base: Duration, attempt: Int) -> Duration {
+        min(base * (1 << min(attempt - 1, 16)), configuration.maxRetryDelay)
+    }
+
+    /// Feeds `event` to the event loop after `delay`, unless the task is cancelled first (the
+    /// lease is going away, or the participant is shutting down).
+    func yield(_ event: Event, after delay: Duration) -> Task<Void, Never> {
         let sink = self.sink
-        retries[name] = Task {
-            do {
-                try await Task.sleep(for: delay)
-                sink.yield(.retry(name))
-            } catch {
-                // Cancelled: the lease is going away, or the participant is shutting down.
-            }
+        return Task {
+            guard (try? await Task.sleep(for: delay)) != nil else { return }
+            sink.yield(event)
         }
     }
 
@@ -501,17 +563,8 @@ public actor Participant {
         guard recoveries[recovery] == nil else { return }
         let attempt = (recoveryFailures[recovery] ?? 0) + 1
         recoveryFailures[recovery] = attempt
-        let base = configuration.retryDelay ?? .milliseconds(500)
-        let delay = min(base * (1 << min(attempt - 1, 16)), configuration.maxRetryDelay)
-        let sink = self.sink
-        recoveries[recovery] = Task {
-            do {
-                try await Task.sleep(for: delay)
-                sink.yield(.recover(recovery))
-            } catch {
-                // Cancelled: no longer needed.
-            }
-        }
+        let delay = backoff(configuration.retryDelay ?? .milliseconds(500), attempt: attempt)
+        recoveries[recovery] = yield(.recover(recovery), after: delay)
     }
 
     func cancelRecovery(_ recovery: Recovery) {
@@ -547,6 +600,16 @@ public actor Participant {
         }
     }
 
+    /// When `D/writer.lock` was deleted or replaced while this process holds the lease, another
+    /// process can take a lock on the new file: the holder steps down (its epoch will be fenced
+    /// by the next holder's) and waits for the lease again, so priority order holds.
+    func checkLockFile() async -> Bool {
+        guard machine.phase == .writer, held != nil, !lease.holdsLockFile else { return false }
+        logger.error("the writer lock file was deleted or replaced; stepping down")
+        log.log("lease.lockLost", ["path": .string(directory.writerLockPath)])
+        return (try? await carryOut(machine.cannotWrite(.lockLost))) ?? false
+    }
+
     /// When the store file was deleted, renamed or replaced: says so (log and status) and, as
     /// writer, hands the lease over; it writes nothing more. Returns true when that is the case.
     func checkStoreFile() async -> Bool {
@@ -556,7 +619,7 @@ public actor Participant {
             log.log("store.lost", ["reason": .string(reason)])
             setProblem(reason)
         }
-        if machine.phase == .writer { _ = try? await carryOut(machine.cannotWrite()) }
+        if machine.phase == .writer { _ = try? await carryOut(machine.cannotWrite(.storeLost)) }
         return true
     }
 

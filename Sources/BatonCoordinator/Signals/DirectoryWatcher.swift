@@ -30,15 +30,20 @@ public struct DirectoryWatcher: Sendable {
         self.reportsModifications = reportsModifications
     }
 
-    /// Waits until `condition` holds, re-checking it on every event (never polling); false
-    /// after `timeout`. The watch starts before the first check, so no change is missed.
-    public func wait(timeout: Duration, until condition: @escaping @Sendable () -> Bool) async throws -> Bool
-    {
+    /// Waits until `condition` holds, re-checking it on every event that `relevant` accepts
+    /// (never polling); false after `timeout`. The watch starts before the first check, so no
+    /// change is missed. A check that touches the watched directories itself (opening the store
+    /// touches files in the root) must leave its own events out with `relevant`, or it would
+    /// wake itself.
+    public func wait(
+        timeout: Duration, relevant: @escaping @Sendable (Event) -> Bool = { _ in true },
+        until condition: @escaping @Sendable () -> Bool
+    ) async throws -> Bool {
         let events = try events()
         if condition() { return true }
         return await withTaskGroup(of: Bool.self) { group in
             group.addTask {
-                for await _ in events where condition() { return true }
+                for await event in events where relevant(event) && condition() { return true }
                 return false
             }
             group.addTask {
@@ -105,7 +110,7 @@ private final class WatchLoop: @unchecked Sendable {
             | IN_ONLYDIR)
     static let subMask = UInt32(
         IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF
-            | IN_ONLYDIR)
+            | IN_ATTRIB | IN_ONLYDIR)
 
     let inotify: Int32
     let wakeRead: Int32
@@ -212,7 +217,14 @@ private final class WatchLoop: @unchecked Sendable {
             continuation.yield(.rescan("\(sub)/ went away"))
             return true
         }
-        if !name.isEmpty { continuation.yield(.changed(directory: sub, name: name)) }
+        if name.isEmpty {
+            // The directory's own mode changed (`chmod 000`, then back): what was written while
+            // it could not be read is read afresh.
+            if mask & UInt32(IN_ATTRIB) != 0 { continuation.yield(.rescan("\(sub)/ permissions changed")) }
+            return true
+        }
+        if mask & UInt32(IN_ATTRIB) != 0 { return true }
+        continuation.yield(.changed(directory: sub, name: name))
         return true
     }
 }

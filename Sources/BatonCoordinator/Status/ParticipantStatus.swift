@@ -79,10 +79,29 @@ public struct ParticipantStatus: Sendable, Hashable {
             Data(JSONValue.object(json).jsonString.utf8), to: directory.participantsPath + "/\(name).json")
     }
 
-    /// Every readable status file; junk, oversize files and symlinks are skipped.
+    /// At most this many status files are read per look at `participants/`, however many
+    /// files are there.
+    public static let maxStatusFiles = 256
+
+    /// Whether `file` in `participants/` may be a participant's status: `<name>.json` for a valid
+    /// name whose `<name>.lock` exists (every participant takes one). Junk costs one `stat`.
+    public static func isStatusFile(_ file: String, in directory: SharedDirectory) -> Bool {
+        guard file.hasSuffix(".json") else { return false }
+        let name = String(file.dropLast(5))
+        guard (try? ParticipantName.validate(name)) != nil else { return false }
+        return access(directory.participantsPath + "/\(name).lock", F_OK) == 0
+    }
+
+    /// Every readable status file; junk, oversize files and symlinks are skipped. Files of
+    /// participants that took their name lock come first, and at most ``maxStatusFiles`` are
+    /// read, so junk in the directory costs a listing, never a read each.
     public static func readAll(in directory: SharedDirectory) -> [ParticipantStatus] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.participantsPath)) ?? []
-        return names.filter { $0.hasSuffix(".json") }.sorted().compactMap { file in
+        let locks = Set(names.filter { $0.hasSuffix(".lock") }.map { $0.dropLast(5) })
+        let candidates = names.filter { $0.hasSuffix(".json") && Names.isValid(String($0.dropLast(5))) }
+        let claimed = candidates.filter { locks.contains($0.dropLast(5)) }.sorted()
+        let others = candidates.filter { !locks.contains($0.dropLast(5)) }.sorted()
+        return (claimed + others).prefix(maxStatusFiles).compactMap { file in
             guard let data = AtomicFile.read(directory.participantsPath + "/" + file, maxSize: 64 * 1024),
                 let object = try? JSONObject(parsingObject: String(decoding: data, as: UTF8.self))
             else { return nil }

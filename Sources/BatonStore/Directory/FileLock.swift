@@ -55,6 +55,33 @@ public final class FileLock: Sendable {
         return true
     }
 
+    /// Replaces the lock file's content with `text` (the holder's pid, say), for whoever finds
+    /// the lock taken.
+    public func record(_ text: String) {
+        let bytes = Array(text.utf8)
+        _ = ftruncate(fd, 0)
+        _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+    }
+
+    /// What the lock file at `path` says (see ``record(_:)``), at most 256 bytes.
+    public static func recorded(at path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[0..<count], as: UTF8.self)
+    }
+
+    /// Whether `path` still names the file this lock holds (not deleted, renamed or replaced).
+    public var isStillAtPath: Bool {
+        var held = stat()
+        var named = stat()
+        guard fstat(fd, &held) == 0, lstat(path, &named) == 0 else { return false }
+        return held.st_dev == named.st_dev && held.st_ino == named.st_ino
+    }
+
     /// Releases the lock and closes the descriptor. Safe to call more than once.
     public func unlock() {
         if takeOpen() { close(fd) }

@@ -256,8 +256,9 @@ extension ChaosRun {
         guard let store else { return }
         try arrange(foreground: [])
         try await untilNobodyWrites(round: round)
-        try await WriterLease(directory: shared, store: store, name: "chaos").withLease { epoch in
-            try await edit(round: round, store: store, epoch: epoch)
+        try await WriterLease(directory: shared, store: store, name: "chaos").withLease(timeout: .seconds(30))
+        {
+            try await edit(round: round, store: store, epoch: $0.epoch)
         }
     }
 
@@ -317,8 +318,11 @@ extension ChaosRun {
         case .lostEdit:
             try await editLocally(round: 1)
             let lost = edits.map(\.entryId)
-            try await WriterLease(directory: shared, store: store, name: "chaos").withLease { epoch in
-                try await store.write(fencedBy: epoch) { transaction in
+            try await WriterLease(directory: shared, store: store, name: "chaos").withLease(
+                timeout: .seconds(30)
+            ) {
+                held in
+                try await store.write(fencedBy: held.epoch) { transaction in
                     for entryId in lost {
                         guard let entry = try transaction.entry(entryId, in: "accounts"),
                             entry.record["Id"] != nil
@@ -372,14 +376,5 @@ extension ChaosRun {
         }
         for member in members { try? FileManager.default.removeItem(atPath: lifecycle + "/" + member.name) }
         try arrange(foreground: intended)
-    }
-}
-
-extension WriterLease {
-    /// Takes the lease (waiting up to 30 s), runs `body` with its epoch, releases.
-    func withLease(_ body: (Int64) async throws -> Void) async throws {
-        let held = try await acquire(deadline: .now + .seconds(30))
-        defer { release(held) }
-        try await body(held.epoch)
     }
 }

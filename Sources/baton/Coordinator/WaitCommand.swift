@@ -7,7 +7,11 @@ struct WaitCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "wait",
         abstract: "Wait until a condition holds: exit 0 when it does, 1 on timeout.",
-        discussion: "Re-checks on every inotify event in the shared directory; it never polls."
+        discussion: """
+            Re-checks on inotify events in D/participants, D/lifecycle and D/changes (the writer \
+            replaces D/changes after each commit); it never polls, and uses no CPU while nothing \
+            changes.
+            """
     )
 
     @OptionGroup var directory: DirectoryOptions
@@ -59,10 +63,22 @@ struct WaitCommand: AsyncParsableCommand {
     func run() async throws {
         let shared = try SharedDirectory(path: directory.dir)
         for sub in [shared.lifecyclePath, shared.participantsPath] { try shared.ensureSubdirectory(sub) }
+        // In the root only the change doorbell matters: the store files and setup.lock change
+        // when a check opens the store, and must not wake the wait again.
         let met = try await DirectoryWatcher(
             root: shared.path, subdirectories: ["lifecycle", "participants"]
         )
-        .wait(timeout: .milliseconds(Int(timeout * 1000))) { self.holds() }
+        .wait(
+            timeout: .milliseconds(Int(timeout * 1000)),
+            relevant: { event in
+                guard case .changed(let directory, let name) = event else { return true }
+                switch directory {
+                case "": return name == "changes"
+                case "participants": return ParticipantStatus.isStatusFile(name, in: shared)
+                default: return true
+                }
+            }
+        ) { self.holds() }
         guard met else { throw CLIError(message: "timed out after \(timeout)s", exitCode: 1) }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BatonStore
+import Foundation
 
 struct StoreSoupCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -8,34 +9,40 @@ struct StoreSoupCommand: ParsableCommand {
         subcommands: [Create.self, Drop.self]
     )
 
-    struct Create: ParsableCommand {
+    struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Register a soup with indexed paths (adds missing indexes to an existing soup).")
 
         @OptionGroup var directory: DirectoryOptions
+        @OptionGroup var lease: ToolLeaseOptions
         @Argument(help: "The soup's name: 1-64 of A-Z a-z 0-9 . _ -") var name: String
         @Option(
             name: .customLong("index"),
             help: "An indexed path as PATH[:TYPE], TYPE one of string, integer, floating, json1.")
         var indexes: [String] = []
 
-        func run() throws {
+        func run() async throws {
             let specs = try indexes.map(IndexSpec.init(parsing:))
             let store = try directory.openStore(create: true)
-            let soup = try store.registerSoup(name, indexSpecs: specs)
+            let name = self.name
+            let soup = try await lease.write(store, tool: "soup-create") {
+                try $0.registerSoup(name, indexSpecs: specs)
+            }
             CLIOutput.line("soup '\(soup.name)' ready with \(soup.indexSpecs.count) index(es)")
         }
     }
 
-    struct Drop: ParsableCommand {
+    struct Drop: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Drop a soup and all its records.")
 
         @OptionGroup var directory: DirectoryOptions
+        @OptionGroup var lease: ToolLeaseOptions
         @Argument(help: "The soup's name.") var name: String
 
-        func run() throws {
+        func run() async throws {
             let store = try directory.openStore(create: false)
-            try store.write { try $0.dropSoup(name) }
+            let name = self.name
+            try await lease.write(store, tool: "soup-drop") { try $0.dropSoup(name) }
             CLIOutput.line("soup '\(name)' dropped")
         }
     }

@@ -2,7 +2,7 @@ import ArgumentParser
 import BatonStore
 import Foundation
 
-struct StoreUpsertCommand: ParsableCommand {
+struct StoreUpsertCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "upsert",
         abstract: "Insert or update records in a soup, in one transaction.",
@@ -10,11 +10,13 @@ struct StoreUpsertCommand: ParsableCommand {
             Records are JSON objects given as arguments, or one per line on stdin when none is \
             given. With --external-id PATH, a record whose PATH matches an existing record's \
             updates it. With --local, records are marked as locally created (new) or updated \
-            (matched) so the next sync up sends them.
+            (matched) so the next sync up sends them. It takes the writer lease like a \
+            participant (waiting up to --timeout while one holds it).
             """
     )
 
     @OptionGroup var directory: DirectoryOptions
+    @OptionGroup var lease: ToolLeaseOptions
     @Option(help: "The soup to write to.") var soup: String
     @Option(name: .customLong("external-id"), help: "An indexed path that identifies a record, such as Id.")
     var externalId: String?
@@ -22,7 +24,7 @@ struct StoreUpsertCommand: ParsableCommand {
     @Flag(help: .hidden) var holdTransaction = false
     @Argument(help: "Records as JSON objects; read from stdin when omitted.") var records: [String] = []
 
-    func run() throws {
+    func run() async throws {
         var texts = records
         if texts.isEmpty {
             while let line = readLine() {
@@ -41,7 +43,7 @@ struct StoreUpsertCommand: ParsableCommand {
         let externalIdPath = externalId
         let markLocal = local
         let hold = holdTransaction
-        let count = try store.write { transaction in
+        let count = try await lease.write(store, tool: "store-upsert") { transaction in
             for record in parsed {
                 var toWrite = record
                 if markLocal {

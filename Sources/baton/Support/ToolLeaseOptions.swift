@@ -1,0 +1,41 @@
+import ArgumentParser
+import BatonCoordinator
+import BatonStore
+import Foundation
+
+/// `--timeout` and `--unleased`: how a writing subcommand shares the store with participants.
+///
+/// A tool writes as a participant does: it waits for the writer lease, its transaction is fenced
+/// by the lease's epoch, and the lease history names it (`tool.<command>`). `--unleased` skips
+/// the lease, for an empty store or a repair; `baton lease check` then reports the commit, and
+/// flags it when a participant held the lease at the time.
+struct ToolLeaseOptions: ParsableArguments {
+    @Option(help: "Seconds to wait for the writer lease while a participant holds it.")
+    var timeout: Double = 30
+    @Flag(
+        help:
+            "Write without taking the writer lease (an empty store, or a repair while no participant runs); lease check reports such commits."
+    )
+    var unleased = false
+
+    func validate() throws {
+        guard timeout > 0, timeout <= 86_400 else {
+            throw ValidationError("--timeout must be between 0 and 86400 seconds")
+        }
+    }
+
+    /// Runs `body` in one transaction under the lease (as `tool`), or unleased when asked.
+    func write<T: Sendable>(
+        _ store: SharedStore, tool: String, _ body: @escaping @Sendable (StoreTransaction) throws -> T
+    ) async throws -> T {
+        if unleased { return try await store.write(body) }
+        let lease = try WriterLease(directory: store.directory, store: store, name: "tool.\(tool)")
+        do {
+            return try await lease.withLease(timeout: .milliseconds(Int64(timeout * 1000))) { held in
+                try await store.write(fencedBy: held.epoch, body)
+            }
+        } catch let error as CoordinatorError {
+            throw CLIError(message: error.message)
+        }
+    }
+}

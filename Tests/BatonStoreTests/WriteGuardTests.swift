@@ -1,0 +1,130 @@
+@_spi(Faults) import BatonStore
+import BatonTestSupport
+import Foundation
+import Logging
+import Testing
+
+@Suite("Write guard: lock waits, store file identity, injected faults")
+struct WriteGuardTests {
+    func open(_ path: String, busyTimeout: Duration = .seconds(10)) throws -> SharedStore {
+        try SharedStore.open(
+            directory: try SharedDirectory(path: path), busyTimeout: busyTimeout,
+            logger: Logger(label: "test"))
+    }
+
+    @Test("a write waiting for a lock held elsewhere is abandoned by interrupt(); later writes wait briefly")
+    func interruptAbandonsLockWait() async throws {
+        let temp = try TemporaryDirectory()
+        let store = try open(temp.path + "/d", busyTimeout: .seconds(60))
+        try store.registerSoup("s", indexSpecs: [])
+        let lock = try ForeignWriteLock(path: store.directory.storePath)
+        let waiting = Task.detached {
+            try await store.write { _ = try $0.upsert(["a": 1], into: "s") }
+        }
+        // The write is blocked on the lock (60 s busy timeout) until the interrupt arrives.
+        store.interrupt()
+        await #expect(throws: StoreError.self) { try await waiting.value }
+        // A later write waits at most the brief wait, not the busy timeout, until resumed.
+        let started = ContinuousClock.now
+        #expect(throws: StoreError.self) { try store.write { _ = try $0.upsert(["a": 2], into: "s") } }
+        let waited = ContinuousClock.now - started
+        #expect(waited < .seconds(30), "waited \(waited) of a 60 s busy timeout")
+        lock.release()
+        store.resumeWrites()
+        try await store.write { _ = try $0.upsert(["a": 3], into: "s") }
+        #expect(try store.count(in: "s") == 1)
+    }
+
+    @Test("a write's own deadline ends its wait for a lock held elsewhere; nothing is written")
+    func writeDeadline() throws {
+        let temp = try TemporaryDirectory()
+        let store = try open(temp.path + "/d")
+        try store.registerSoup("s", indexSpecs: [])
+        let epoch = try store.beginLeaseEpoch(name: "host", pid: getpid(), now: Clock.nowMillis())
+        let lock = try ForeignWriteLock(path: store.directory.storePath)
+        #expect(throws: StoreError.self) {
+            try store.endLeaseEpoch(epoch, deadline: .now + .milliseconds(100))
+        }
+        lock.release()
+        #expect(try store.read { try $0.leaseHistory() }.last?.released == nil)
+        try store.endLeaseEpoch(epoch)
+        #expect(try store.read { try $0.leaseHistory() }.last?.released != nil)
+    }
+
+    @Test("a store file replaced or deleted under an open store: writes are refused by name")
+    func replacedStoreFile() throws {
+        let temp = try TemporaryDirectory()
+        let store = try open(temp.path + "/d")
+        try store.registerSoup("s", indexSpecs: [])
+        #expect(store.fileProblem() == nil)
+        let other = try open(temp.path + "/other")
+        try other.close()
+        let path = store.directory.storePath
+        #expect(rename(temp.path + "/other/store.sqlite", path) == 0)
+        #expect(store.fileProblem()?.contains("replaced") == true)
+        #expect {
+            try store.write { _ = try $0.upsert(["a": 1], into: "s") }
+        } throws: { ($0 as? StoreError)?.code == .storeFileChanged }
+        try FileManager.default.removeItem(atPath: path)
+        #expect(store.fileProblem()?.contains("deleted") == true)
+    }
+
+    @Test("no new store is made beside a write-ahead log whose store is gone")
+    func refusesOrphanWAL() throws {
+        let temp = try TemporaryDirectory()
+        let store = try open(temp.path + "/d")
+        try store.registerSoup("s", indexSpecs: [])
+        try store.close()
+        let path = temp.path + "/d/store.sqlite"
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"))
+        try FileManager.default.moveItem(atPath: path, toPath: temp.path + "/moved.sqlite")
+        #expect {
+            _ = try open(temp.path + "/d")
+        } throws: { ($0 as? StoreError)?.code == .storeFileChanged && "\($0)".contains("store.sqlite-wal") }
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test("an injected fault fails the commit and rolls back everything the transaction wrote")
+    func injectedFaultRollsBack() throws {
+        let temp = try TemporaryDirectory()
+        let store = try open(temp.path + "/d")
+        try store.registerSoup("s", indexSpecs: [])
+        let sequence = try store.changeSequence()
+        for kind in StorageFaults.Kind.allCases {
+            store.faults.failWrite(1, with: kind)
+            #expect(throws: StoreError.self) {
+                try store.write { transaction in
+                    for index in 0..<10 { _ = try transaction.upsert(["n": .int(Int64(index))], into: "s") }
+                }
+            }
+        }
+        #expect(try store.count(in: "s") == 0)
+        #expect(try store.changeSequence() == sequence)
+        try store.write { _ = try $0.upsert(["n": 1], into: "s") }
+        #expect(try store.count(in: "s") == 1)
+    }
+
+    @Test("disk-full: writes that need room fail with SQLITE_FULL, a write in place commits")
+    func diskFull() throws {
+        let temp = try TemporaryDirectory()
+        let store = try open(temp.path + "/d")
+        try store.registerSoup("s", indexSpecs: [])
+        let entry = try store.upsert(["n": 0], into: "s")
+        store.faults.fillDisk(true)
+        #expect {
+            try store.write { transaction in
+                for index in 0..<2_000 {
+                    _ = try transaction.upsert(
+                        ["n": .int(Int64(index)), "pad": .string(String(repeating: "x", count: 200))],
+                        into: "s")
+                }
+            }
+        } throws: { "\($0)".contains("full") }
+        try store.write { _ = try $0.upsert(["n": 7], into: "s", entryId: entry.entryId) }
+        store.faults.fillDisk(false)
+        try store.write { transaction in
+            for index in 0..<2_000 { _ = try transaction.upsert(["n": .int(Int64(index))], into: "s") }
+        }
+        #expect(try store.count(in: "s") == 2_001)
+    }
+}
