@@ -193,9 +193,22 @@ struct ParticipantStatusFileTests {
         try big.write(toFile: shared.participantsPath + "/big.json", atomically: false, encoding: .utf8)
         try Data("{not json".utf8).write(to: URL(fileURLWithPath: shared.participantsPath + "/junk.json"))
         try Data([0xFF, 0x00, 0xFE]).write(to: URL(fileURLWithPath: shared.participantsPath + "/binary.json"))
+        // Every participant takes `<name>.lock`; the hostile files get one too, so they are read
+        // and refused, not merely unlisted.
+        var locks: [FileLock] = []
+        for name in ["host", "linked", "big", "junk", "binary"] {
+            let lock = try FileLock(path: shared.participantsPath + "/\(name).lock")
+            #expect(try lock.tryLock())
+            locks.append(lock)
+        }
+        // A well-formed status with no name lock beside it is not a participant's.
+        var stray = real
+        stray.name = "stray"
+        try stray.publish(in: shared)
 
         let read = ParticipantStatus.readAll(in: shared)
         #expect(read.map(\.name) == ["host"])
         #expect(read.first?.epoch == 3)
+        for lock in locks { lock.unlock() }
     }
 }

@@ -31,9 +31,12 @@ final class CoordinatorFixture: @unchecked Sendable {
 
     /// Starts `baton participant` with a sync down of every Account.
     @discardableResult
+    ///
+    /// - Parameter tracked: whether ``finish()`` stops it (a process expected to fail at once
+    ///   is not tracked).
     func start(
         _ name: String, role: String, lifecycle: String, batchSize: Int = 500,
-        query: String = "SELECT Id, Name, Number__c FROM Account", extra: [String] = []
+        query: String = "SELECT Id, Name, Number__c FROM Account", extra: [String] = [], tracked: Bool = true
     ) throws -> BatonProcess {
         let process = try BatonProcess(
             [
@@ -42,7 +45,7 @@ final class CoordinatorFixture: @unchecked Sendable {
                 "--sync-down", "accounts:accounts:\(query)", "--batch-size",
                 String(batchSize),
             ] + extra, environment: ["BATON_TOKEN": "e2e-token"])
-        processes[name] = process
+        if tracked { processes[name] = process }
         return process
     }
 
@@ -81,7 +84,8 @@ final class CoordinatorFixture: @unchecked Sendable {
         _ what: String, timeout: Duration = .seconds(90),
         _ condition: @escaping @Sendable ([ParticipantStatus]) -> Bool
     ) async throws {
-        let shared = try SharedDirectory(path: dir, create: false)
+        let shared = try SharedDirectory(path: dir)
+        try shared.ensureSubdirectory(shared.participantsPath)
         let met = try await DirectoryWatcher(root: dir, subdirectories: ["participants"])
             .wait(timeout: timeout) { condition(ParticipantStatus.readAll(in: shared)) }
         if !met { throw ProcessTimeout(what: what) }

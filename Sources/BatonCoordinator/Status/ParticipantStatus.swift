@@ -92,20 +92,37 @@ public struct ParticipantStatus: Sendable, Hashable {
         return access(directory.participantsPath + "/\(name).lock", F_OK) == 0
     }
 
-    /// Every readable status file; junk, oversize files and symlinks are skipped. Files of
-    /// participants that took their name lock come first, and at most ``maxStatusFiles`` are
-    /// read, so junk in the directory costs a listing, never a read each.
+    /// Every readable status file of a participant that took its name (`<name>.lock` exists,
+    /// alive or not); junk, oversize files and symlinks are skipped. At most
+    /// ``maxStatusFiles`` are read, and other files in the directory cost only their directory
+    /// entry, so junk there never slows a look at it.
     public static func readAll(in directory: SharedDirectory) -> [ParticipantStatus] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.participantsPath)) ?? []
-        let locks = Set(names.filter { $0.hasSuffix(".lock") }.map { $0.dropLast(5) })
-        let candidates = names.filter { $0.hasSuffix(".json") && Names.isValid(String($0.dropLast(5))) }
-        let claimed = candidates.filter { locks.contains($0.dropLast(5)) }.sorted()
-        let others = candidates.filter { !locks.contains($0.dropLast(5)) }.sorted()
-        return (claimed + others).prefix(maxStatusFiles).compactMap { file in
-            guard let data = AtomicFile.read(directory.participantsPath + "/" + file, maxSize: 64 * 1024),
+        lockedNames(in: directory.participantsPath).prefix(maxStatusFiles).compactMap { name in
+            guard
+                let data = AtomicFile.read(directory.participantsPath + "/\(name).json", maxSize: 64 * 1024),
                 let object = try? JSONObject(parsingObject: String(decoding: data, as: UTF8.self))
             else { return nil }
             return ParticipantStatus(json: object)
         }
+    }
+
+    /// The valid names `N` with a `N.lock` in `path`, sorted. Reads the directory with
+    /// `readdir` and turns only `.lock` entries into strings.
+    static func lockedNames(in path: String) -> [String] {
+        guard let dir = opendir(path) else { return [] }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: &entry.pointee.d_name) { tuple -> String? in
+                tuple.withMemoryRebound(to: CChar.self, capacity: 256) { chars in
+                    let length = strlen(chars)
+                    guard length > 5, memcmp(chars + length - 5, ".lock", 5) == 0 else { return nil }
+                    return String(
+                        decoding: UnsafeRawBufferPointer(start: chars, count: length - 5), as: UTF8.self)
+                }
+            }
+            if let name, Names.isValid(name), !name.hasPrefix(".") { names.append(name) }
+        }
+        return names.sorted()
     }
 }

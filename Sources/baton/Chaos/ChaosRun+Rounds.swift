@@ -339,7 +339,8 @@ extension ChaosRun {
     }
 
     /// A burst of bad and rapid lifecycle signals (and the lifecycle directory deleted and made
-    /// again), then the intended ones.
+    /// again), junk in `participants/`, that directory or `writer.lock` deleted, then the
+    /// intended signals.
     func junkBurst() async throws {
         let lifecycle = shared.lifecyclePath
         let names = members.map(\.name) + ["ghost", "no such participant", ".hidden"]
@@ -360,6 +361,22 @@ extension ChaosRun {
                 try? FileManager.default.removeItem(atPath: path)
             case 4:
                 try? Data([0xFF, 0xFE, 0x00, 0x41]).write(to: URL(fileURLWithPath: path))
+            case 5:
+                // Junk in participants/: unparsable and binary status files, stray lock files.
+                let junk = shared.participantsPath + "/junk-\(random.int(0...9999))"
+                try? Data("{not json".utf8).write(to: URL(fileURLWithPath: junk + ".json"))
+                try? Data([0xFF, 0x00]).write(to: URL(fileURLWithPath: junk + " binary.json"))
+                try? Data().write(to: URL(fileURLWithPath: junk + ".lock"))
+            case 6 where random.chance(0.3):
+                // The participants directory deleted and made again (everyone republishes and
+                // takes its name again), or the writer's lock file deleted (the holder steps
+                // down and the lease goes by priority again).
+                if random.chance(0.5) {
+                    try? FileManager.default.removeItem(atPath: shared.participantsPath)
+                    try? shared.ensureSubdirectory(shared.participantsPath)
+                } else {
+                    try? FileManager.default.removeItem(atPath: shared.writerLockPath)
+                }
             case 7:
                 // The whole lifecycle directory deleted and made again (the watchers rescan).
                 try? FileManager.default.removeItem(atPath: lifecycle)

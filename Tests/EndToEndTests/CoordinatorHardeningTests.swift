@@ -1,0 +1,207 @@
+import BatonCoordinator
+import BatonJSON
+import BatonREST
+import BatonStore
+import Foundation
+import Testing
+
+extension HeavyEndToEnd {
+    /// Misuse from a shell, as a user tried it: a name started twice, `baton wait` on an idle
+    /// directory, a CLI write during a sync, junk in `participants/`, a deleted `writer.lock`.
+    @Suite("Coordinator hardening", .serialized)
+    struct CoordinatorHardeningTests {
+        @Test(
+            "a second participant under a live name is refused with the running pid; a restart after a crash works"
+        )
+        func duplicateName() async throws {
+            let f = try await CoordinatorFixture(records: 100)
+            let first = try f.start("host", role: "host", lifecycle: "background")
+            try await f.waitForStatus("host to publish") {
+                $0.contains { $0.name == "host" && $0.pid == first.pid }
+            }
+            let second = try f.start("host", role: "host", lifecycle: "foreground", tracked: false)
+            let refused = try await second.wait(timeout: .seconds(30))
+            #expect(refused.status != 0)
+            #expect(
+                refused.stderr.contains("participant 'host' is already running (pid \(first.pid))"),
+                "\(refused.stderr)")
+            #expect(first.isRunning)
+
+            first.send(SIGKILL)
+            _ = try await first.wait()
+            let again = try f.start("host", role: "host", lifecycle: "background")
+            try await f.waitForStatus("the restarted host to publish") {
+                $0.contains { $0.name == "host" && $0.pid == again.pid }
+            }
+            #expect(again.isRunning)
+            try await f.finish()
+        }
+
+        /// Runs `baton wait` under bash and returns its CPU seconds (user + system, from bash's
+        /// `times`) and its wall-clock seconds.
+        func timedWait(_ dir: String, timeout: Double) throws -> (cpu: Double, wall: Double, status: Int32) {
+            let shell = Process()
+            shell.executableURL = URL(fileURLWithPath: "/bin/bash")
+            shell.arguments = [
+                "-c",
+                #"start=$(date +%s%N); "$0" wait --dir "$1" --writer nobody --timeout "$2"; status=$?; end=$(date +%s%N); times; echo "$status $(( (end - start) / 1000 ))""#,
+                BatonBinary.path, dir, String(timeout),
+            ]
+            let output = Pipe()
+            shell.standardOutput = output
+            shell.standardError = FileHandle.nullDevice
+            try shell.run()
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            shell.waitUntilExit()
+            let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+            // `times`: the shell's own user/system time, then its children's ("0m0.012s 0m0.004s").
+            func seconds(_ field: Substring) -> Double {
+                let parts = field.dropLast().split(separator: "m")
+                return (Double(parts.first ?? "0") ?? 0) * 60 + (Double(parts.last ?? "0") ?? 0)
+            }
+            let children = lines[lines.count - 2].split(separator: " ")
+            let last = lines[lines.count - 1].split(separator: " ")
+            return (
+                seconds(children[0]) + seconds(children[1]), (Double(last[1]) ?? 0) / 1_000_000,
+                Int32(last[0]) ?? -1
+            )
+        }
+
+        @Test("baton wait uses no CPU while idle and times out on time")
+        func waitIsIdle() async throws {
+            let f = try await CoordinatorFixture(records: 0)
+            #expect(try await BatonProcess.run(["store", "init", "--dir", f.dir]).status == 0)
+            // Start-up costs the same in both; the difference is what 3 s of waiting cost.
+            let short = try timedWait(f.dir, timeout: 1)
+            let long = try timedWait(f.dir, timeout: 4)
+            #expect(short.status == 1 && long.status == 1)
+            let idleCPU = long.cpu - short.cpu
+            #expect(
+                idleCPU < 0.03,
+                "3 s of waiting used \(idleCPU) s of CPU (1 s: \(short.cpu), 4 s: \(long.cpu))")
+            let extra = (long.wall - short.wall) - 3
+            #expect(abs(extra) < 0.05, "the timeouts differ by \(long.wall - short.wall) s, not 3 s")
+            await f.server.stop()
+        }
+
+        @Test("a CLI write waits for the writer lease or is refused naming the writer; --unleased is flagged")
+        func toolsTakeTheLease() async throws {
+            let f = try await CoordinatorFixture(records: 5_000)
+            try await f.client.adminSetFaults(["latencyMs": 20])
+            try f.start("host", role: "host", lifecycle: "foreground", batchSize: 200)
+            #expect(try await f.wait(["--writer", "host"]))
+            let refused = try await BatonProcess.run([
+                "store", "upsert", "--dir", f.dir, "--soup", "accounts", "--timeout", "0.5",
+                #"{"Name":"CLI-REFUSED"}"#,
+            ])
+            #expect(refused.status != 0)
+            #expect(refused.stderr.contains("held by 'host'"), "\(refused.stderr)")
+
+            // A patient write waits, and lands once the host lets go.
+            let patient = try BatonProcess([
+                "store", "upsert", "--dir", f.dir, "--soup", "accounts", "--timeout", "60",
+                #"{"Name":"CLI-WAITED"}"#,
+            ])
+            try await f.signal("host", "background")
+            let waited = try await patient.wait(timeout: .seconds(60))
+            #expect(waited.status == 0, "\(waited.stderr)")
+            let history = try await BatonProcess.run(["lease", "history", "--dir", f.dir, "--json"])
+            let names = (try JSONValue(parsing: history.stdout).arrayValue ?? []).compactMap {
+                $0.value(atPath: "name")?.stringValue
+            }
+            #expect(names.contains("tool.store-upsert"), "\(names)")
+            #expect(try await BatonProcess.run(["lease", "check", "--dir", f.dir]).status == 0)
+
+            // Without the lease, while the host writes: the plain check flags it.
+            try await f.signal("host", "foreground")
+            #expect(try await f.wait(["--writer", "host"]))
+            let unleased = try await BatonProcess.run([
+                "store", "upsert", "--dir", f.dir, "--soup", "accounts", "--unleased",
+                #"{"Name":"CLI-UNLEASED"}"#,
+            ])
+            #expect(unleased.status == 0)
+            try await f.finish()
+            let check = try await BatonProcess.run(["lease", "check", "--dir", f.dir])
+            #expect(check.status != 0)
+            #expect("\(check.stdout)\(check.stderr)".contains("while the lease was held by 'host'"))
+        }
+
+        /// One hand-over each way between `host` and `ext`; returns how long each took, from the
+        /// releasing side's `stop.requested` to the taking side's `lease.acquired` (monotonic
+        /// milliseconds, comparable across processes).
+        func handOvers(_ f: CoordinatorFixture) async throws -> [Double] {
+            var latencies: [Double] = []
+            for (from, to) in [("host", "ext"), ("ext", "host")] {
+                let mark = f.events(to, "lease.acquired").count
+                let stops = f.events(from, "stop.requested").count
+                try await f.signal(from, "background")
+                try await f.signal(to, "foreground")
+                #expect(try await f.wait(["--writer", to]))
+                try await f.waitForLog(to, "the lease acquired") { log in
+                    log.filter { $0["event"] == "lease.acquired" }.count > mark
+                }
+                let requested =
+                    f.events(from, "stop.requested").dropFirst(stops).first?["t"]?.doubleValue ?? 0
+                let acquired = f.events(to, "lease.acquired").dropFirst(mark).first?["t"]?.doubleValue ?? 0
+                latencies.append(acquired - requested)
+            }
+            return latencies
+        }
+
+        @Test("10,000 junk files in participants/: hand-overs stay as quick, SIGTERM is honoured")
+        func junkInParticipants() async throws {
+            let f = try await CoordinatorFixture(records: 200)
+            try f.start("host", role: "host", lifecycle: "foreground")
+            try f.start("ext", role: "extension", lifecycle: "background")
+            #expect(try await f.wait(["--writer", "host"]))
+            #expect(try await f.wait(["--lifecycle", "ext=background"]))
+            var before: [Double] = []
+            for _ in 0..<3 { before += try await handOvers(f) }
+
+            let participants = f.dir + "/participants"
+            for index in 0..<10_000 {
+                let name = index % 2 == 0 ? "junk-\(index).json" : "junk \(index).json"
+                let created = FileManager.default.createFile(
+                    atPath: participants + "/" + name, contents: Data(#"{"name":"junk","pid":1}"#.utf8))
+                #expect(created)
+            }
+            var after: [Double] = []
+            for _ in 0..<3 { after += try await handOvers(f) }
+            let median = { (values: [Double]) in values.sorted()[values.count / 2] }
+            #expect(
+                median(after) < 2 * median(before) + 20,
+                "hand-over median \(median(before)) ms before the junk, \(median(after)) ms after")
+            let status = try await BatonProcess.run(["status", "--dir", f.dir, "--json"])
+            let listed = try JSONValue(parsing: status.stdout).value(atPath: "participants")?.arrayValue ?? []
+            let names = Set(listed.compactMap { $0.value(atPath: "name")?.stringValue })
+            #expect(names.isSuperset(of: ["host", "ext"]))
+            try await f.finish()
+        }
+
+        @Test("a deleted writer.lock ends with exactly one writer, the highest-priority one")
+        func deletedWriterLock() async throws {
+            let f = try await CoordinatorFixture(records: 2_000)
+            try await f.client.adminSetFaults(["latencyMs": 20])
+            try f.start("host", role: "host", lifecycle: "foreground", batchSize: 100)
+            #expect(try await f.wait(["--writer", "host"]))
+            try f.start("ext", role: "extension", lifecycle: "foreground", batchSize: 100)
+            try await f.waitForStatus("ext to wait") { $0.contains { $0.name == "ext" && $0.isWaiting } }
+            try FileManager.default.removeItem(atPath: f.dir + "/writer.lock")
+            try await f.waitForLog("host", "the host to notice") { log in
+                log.contains { $0["event"] == "lease.lockLost" }
+            }
+            try await f.waitForStatus("the host writing again, the extension waiting") { statuses in
+                statuses.filter(\.isWriter).map(\.name) == ["host"]
+                    && statuses.contains { $0.name == "ext" && $0.isWaiting }
+            }
+            #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
+            let writers = ParticipantStatus.readAll(in: try SharedDirectory(path: f.dir, create: false))
+                .filter(
+                    \.isWriter)
+            #expect(writers.map(\.name) == ["host"])
+            try await f.finish()
+            let check = try await BatonProcess.run(["lease", "check", "--dir", f.dir])
+            #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
+        }
+    }
+}
