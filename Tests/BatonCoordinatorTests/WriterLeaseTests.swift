@@ -103,6 +103,11 @@ struct WriterLeaseTests {
         _ = await iterator.next()
         #expect(lease.current == nil)
         allowed.withLock { $0 = true }
+        // A participant's publish (with its name lock, as every participant has) wakes the wait.
+        try f.shared.ensureSubdirectory(f.shared.participantsPath)
+        let nameLock = try FileLock(path: f.shared.participantsPath + "/high.lock")
+        #expect(try nameLock.tryLock())
+        defer { nameLock.unlock() }
         let status = ParticipantStatus(
             role: "host", name: "high", priority: 100, pid: getpid(), lifecycle: .background,
             phase: "background", epoch: nil, managerState: "stopped", updated: 1)

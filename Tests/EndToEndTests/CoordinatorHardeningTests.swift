@@ -178,6 +178,32 @@ extension HeavyEndToEnd {
             try await f.finish()
         }
 
+        @Test("a deleted participants/ directory gets every live participant's status and name lock again")
+        func deletedParticipantsDirectory() async throws {
+            let f = try await CoordinatorFixture(records: 100)
+            let host = try f.start("host", role: "host", lifecycle: "foreground")
+            let ext = try f.start("ext", role: "extension", lifecycle: "background")
+            try await f.waitForStatus("both to publish") { statuses in
+                statuses.contains { $0.name == "host" && $0.isWriter }
+                    && statuses.contains { $0.name == "ext" }
+            }
+            // Gone from its path at once (`mv`; a recursive delete races with the participants'
+            // own writes there), then made again.
+            #expect(rename(f.dir + "/participants", f.temp.path + "/participants-gone") == 0)
+            try FileManager.default.createDirectory(
+                atPath: f.dir + "/participants", withIntermediateDirectories: false)
+            try await f.waitForStatus("both to publish again") { statuses in
+                statuses.contains { $0.name == "host" && $0.pid == host.pid && $0.isWriter }
+                    && statuses.contains { $0.name == "ext" && $0.pid == ext.pid }
+            }
+            // The names are held again: a second host is still refused.
+            let second = try f.start("host", role: "host", lifecycle: "background", tracked: false)
+            let refused = try await second.wait(timeout: .seconds(30))
+            #expect(refused.status != 0)
+            #expect(refused.stderr.contains("already running (pid \(host.pid))"), "\(refused.stderr)")
+            try await f.finish()
+        }
+
         @Test("a deleted writer.lock ends with exactly one writer, the highest-priority one")
         func deletedWriterLock() async throws {
             let f = try await CoordinatorFixture(records: 2_000)

@@ -372,7 +372,9 @@ extension ChaosRun {
                 // takes its name again), or the writer's lock file deleted (the holder steps
                 // down and the lease goes by priority again).
                 if random.chance(0.5) {
-                    try? FileManager.default.removeItem(atPath: shared.participantsPath)
+                    // Moved away whole (a recursive delete races with the participants' writes).
+                    _ = rename(
+                        shared.participantsPath, workPath + "/participants-gone-\(random.int(0...999_999))")
                     try? shared.ensureSubdirectory(shared.participantsPath)
                 } else {
                     try? FileManager.default.removeItem(atPath: shared.writerLockPath)
