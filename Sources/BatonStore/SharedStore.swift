@@ -177,12 +177,17 @@ public final class SharedStore: Sendable {
     /// that is not a data commit (no change-sequence bump, no commit-log row: the lease history
     /// is its record). Call only while holding the lease lock.
     ///
-    /// - Returns: the new epoch.
-    public func beginLeaseEpoch(name: String, pid: Int32, now: Int64) throws -> Int64 {
-        try bookkeeping { try $0.beginLeaseEpoch(name: name, pid: pid, now: now) }
+    /// The take is timed when its transaction holds SQLite's write lock, so it never predates
+    /// the release it follows, even when it had to wait for that release's commit.
+    ///
+    /// - Returns: the new epoch and when it was taken (ms since 1970).
+    public func beginLeaseEpoch(name: String, pid: Int32) throws -> (epoch: Int64, acquired: Int64) {
+        try bookkeeping { transaction in
+            (try transaction.beginLeaseEpoch(name: name, pid: pid), transaction.now)
+        }
     }
 
-    /// Closes the history row of `epoch`, like ``beginLeaseEpoch(name:pid:now:)`` not a data
+    /// Closes the history row of `epoch`, like ``beginLeaseEpoch(name:pid:)`` not a data
     /// commit. Call before unlocking the lease.
     ///
     /// - Parameter deadline: a lock held by another process is waited for until then at most

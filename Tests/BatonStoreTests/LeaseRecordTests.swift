@@ -31,7 +31,7 @@ struct LeaseRecordTests {
         let store = fixture.store
         try store.registerSoup("s", indexSpecs: [])
         let before = try store.read { (try $0.changeSequence(), try $0.commitLog().count) }
-        let epoch = try store.beginLeaseEpoch(name: "host", pid: getpid(), now: Clock.nowMillis())
+        let epoch = try store.beginLeaseEpoch(name: "host", pid: getpid()).epoch
         try store.endLeaseEpoch(epoch)
         let after = try store.read { (try $0.changeSequence(), try $0.commitLog().count) }
         #expect(after == before)

@@ -40,7 +40,7 @@ struct WriteGuardTests {
         let temp = try TemporaryDirectory()
         let store = try open(temp.path + "/d")
         try store.registerSoup("s", indexSpecs: [])
-        let epoch = try store.beginLeaseEpoch(name: "host", pid: getpid(), now: Clock.nowMillis())
+        let epoch = try store.beginLeaseEpoch(name: "host", pid: getpid()).epoch
         let lock = try ForeignWriteLock(path: store.directory.storePath)
         #expect(throws: StoreError.self) {
             try store.endLeaseEpoch(epoch, deadline: .now + .milliseconds(100))
@@ -49,6 +49,24 @@ struct WriteGuardTests {
         #expect(try store.read { try $0.leaseHistory() }.last?.released == nil)
         try store.endLeaseEpoch(epoch)
         #expect(try store.read { try $0.leaseHistory() }.last?.released != nil)
+    }
+
+    @Test(
+        "a lease take that waits for SQLite's lock is timed when it gets it, never before a release it waited for"
+    )
+    func leaseTakeTimedInItsTransaction() async throws {
+        let temp = try TemporaryDirectory()
+        let store = try open(temp.path + "/d")
+        let lock = try ForeignWriteLock(path: store.directory.storePath)
+        let take = Task.detached { try store.beginLeaseEpoch(name: "ext", pid: 2) }
+        // The take is under way and blocked on the lock for a while before it is let go.
+        try await Task.sleep(for: .milliseconds(100))  // wait-ok: keeps the take blocked for a measurable time
+        let releasedAt = Clock.nowMillis()
+        lock.release()
+        let (_, acquired) = try await take.value
+        #expect(
+            acquired >= releasedAt, "timed at \(acquired), the lock it waited for was let go at \(releasedAt)"
+        )
     }
 
     @Test("a store file replaced or deleted under an open store: writes are refused by name")

@@ -31,6 +31,31 @@ struct CLIErrorTests {
         #expect(counts == ["accounts": 2, "contacts": 1])
     }
 
+    @Test(
+        "signal refuses a mistyped name and a missing directory unless --create; it never makes D by itself")
+    func signalRefusesUnknownNames() async throws {
+        let temp = try TemporaryDirectory()
+        let missing = temp.path + "/nowhere"
+        let noDir = try await BatonProcess.run(["signal", "--dir", missing, "host", "background"])
+        #expect(noDir.status != 0)
+        #expect(noDir.stderr.contains("--create"), "\(noDir.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: missing))
+
+        let dir = temp.path + "/shared"
+        #expect(try await BatonProcess.run(["store", "init", "--dir", dir]).status == 0)
+        let typo = try await BatonProcess.run(["signal", "--dir", dir, "hots", "foreground"])
+        #expect(typo.status != 0)
+        #expect(typo.stderr.contains("no participant named 'hots'"), "\(typo.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/lifecycle/hots"))
+
+        let created = try await BatonProcess.run(["signal", "--dir", dir, "host", "foreground", "--create"])
+        #expect(created.status == 0, "\(created.stderr)")
+        // Now the name has a signal file: a plain signal works.
+        let again = try await BatonProcess.run(["signal", "--dir", dir, "host", "background"])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try String(contentsOfFile: dir + "/lifecycle/host", encoding: .utf8).hasPrefix("background"))
+    }
+
     @Test("version and help")
     func versionAndHelp() async throws {
         let version = try await BatonProcess.run(["--version"])

@@ -151,8 +151,8 @@ extension HeavyEndToEnd {
         @Test("10,000 junk files in participants/: hand-overs stay as quick, SIGTERM is honoured")
         func junkInParticipants() async throws {
             let f = try await CoordinatorFixture(records: 200)
-            try f.start("host", role: "host", lifecycle: "foreground")
-            try f.start("ext", role: "extension", lifecycle: "background")
+            let host = try f.start("host", role: "host", lifecycle: "foreground")
+            let ext = try f.start("ext", role: "extension", lifecycle: "background")
             #expect(try await f.wait(["--writer", "host"]))
             #expect(try await f.wait(["--lifecycle", "ext=background"]))
             var before: [Double] = []
@@ -175,6 +175,12 @@ extension HeavyEndToEnd {
             let listed = try JSONValue(parsing: status.stdout).value(atPath: "participants")?.arrayValue ?? []
             let names = Set(listed.compactMap { $0.value(atPath: "name")?.stringValue })
             #expect(names.isSuperset(of: ["host", "ext"]))
+            // SIGTERM is honoured within the stop deadline (5 s), junk or not.
+            for process in [host, ext] {
+                process.send(SIGTERM)
+                let result = try await process.wait(timeout: .seconds(5))
+                #expect(result.status == 0, "\(result.stderr)")
+            }
             try await f.finish()
         }
 

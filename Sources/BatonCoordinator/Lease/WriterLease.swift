@@ -59,9 +59,8 @@ public final class WriterLease: Sendable {
     /// Records the new epoch for a lock just taken; unlocks it if that fails.
     private func begin(with lock: FileLock) throws -> Held {
         do {
-            let now = Clock.nowMillis()
-            let epoch = try store.beginLeaseEpoch(name: name, pid: getpid(), now: now)
-            let held = Held(epoch: epoch, acquired: now)
+            let (epoch, acquired) = try store.beginLeaseEpoch(name: name, pid: getpid())
+            let held = Held(epoch: epoch, acquired: acquired)
             state.withLock { $0 = (held, lock) }
             store.holdCheckpoints()
             return held

@@ -47,7 +47,8 @@ extension StoreTransaction {
     /// lease lock.
     ///
     /// - Returns: the new epoch, which the holder passes to fenced writes.
-    public func beginLeaseEpoch(name: String, pid: Int32, now: Int64 = Clock.nowMillis()) throws -> Int64 {
+    public func beginLeaseEpoch(name: String, pid: Int32, now: Int64? = nil) throws -> Int64 {
+        let now = now ?? self.now
         // Each take closes what the one before left open, so only the previous epoch can be
         // open: closing it by key keeps a take independent of the history's length.
         let epoch =
