@@ -60,7 +60,7 @@ struct WriteGuardTests {
         let lock = try ForeignWriteLock(path: store.directory.storePath)
         let take = Task.detached { try store.beginLeaseEpoch(name: "ext", pid: 2) }
         // The take is under way and blocked on the lock for a while before it is let go.
-        try await Task.sleep(for: .milliseconds(100))  // wait-ok: keeps the take blocked for a measurable time
+        try await Task.sleep(for: .milliseconds(100))  // wait-ok: the take stays blocked a while
         let releasedAt = Clock.nowMillis()
         lock.release()
         let (_, acquired) = try await take.value
