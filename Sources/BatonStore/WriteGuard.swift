@@ -250,13 +250,13 @@ public final class StorageFaults: Sendable {
 /// SQLite's write lock on a store, held by a connection of its own, as another process would
 /// hold it with `sqlite3 D/store.sqlite` and `BEGIN IMMEDIATE;` (tests and chaos runs only).
 @_spi(Faults)
-public final class ForeignWriteLock: @unchecked Sendable {
-    // The connection is used only by `init` and `release`, serialised by `lock`.
-    private var db: OpaquePointer?
-    private let lock = Mutex(())
+public final class ForeignWriteLock: Sendable {
+    /// The connection holding the lock, until ``release()``.
+    private let connection: Mutex<OpaquePointer?>
 
     /// Opens `path` and takes its write lock, waiting up to `timeout` for a writer in progress.
     public init(path: String, timeout: Duration = .seconds(30)) throws {
+        var db: OpaquePointer?
         guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK else {
             sqlite3_close(db)
             throw StoreError(.database, "cannot open \(path) to lock it")
@@ -267,15 +267,16 @@ public final class ForeignWriteLock: @unchecked Sendable {
             sqlite3_close(db)
             throw StoreError(.database, "cannot take the write lock of \(path): SQLite error \(code)")
         }
+        connection = Mutex(db)
     }
 
     /// Commits the empty transaction and closes the connection (once).
     public func release() {
-        lock.withLock { _ in
-            guard let db else { return }
-            sqlite3_exec(db, "COMMIT", nil, nil, nil)
-            sqlite3_close(db)
-            self.db = nil
+        connection.withLock { db in
+            guard let open = db else { return }
+            sqlite3_exec(open, "COMMIT", nil, nil, nil)
+            sqlite3_close(open)
+            db = nil
         }
     }
 

@@ -146,6 +146,8 @@ public actor Participant {
         let watched = try DirectoryWatcher(
             root: directory.path, subdirectories: ["lifecycle", "participants"]
         ).events()
+        let log = self.log
+        await manager.setObserver { Self.logSync($0, to: log) }
         let updates = await manager.updates()
         let manager = self.manager
         let sink = self.sink
@@ -468,7 +470,9 @@ public actor Participant {
         store.resumeWrites()
     }
 
-    func syncUpdated(_ state: SyncState) async {
+    /// Logs a sync's persisted state; the manager calls it as it persists each one, so the log
+    /// holds them in order with what follows (a clean resync ghosts logged after its sync).
+    static func logSync(_ state: SyncState, to log: ParticipantLog) {
         log.log(
             "sync",
             [
@@ -477,6 +481,9 @@ public actor Participant {
                 "progress": .int(Int64(state.progress)), "totalSize": .int(Int64(state.totalSize)),
                 "maxTimeStamp": .int(state.maxTimeStamp),
             ])
+    }
+
+    func syncUpdated(_ state: SyncState) async {
         if held != nil, let sequence = try? store.changeSequence() {
             try? AtomicFile.write(Data("\(sequence)\n".utf8), to: directory.changesPath)
         }

@@ -49,6 +49,8 @@ public actor SyncManager {
     /// background task keeps trying (see ``persistFinal(_:onUpdate:)``).
     var unpersistedFinals: [Int64: SyncState] = [:]
     var finalsFlusher: Task<Void, Never>?
+    /// Called with every persisted state, in order, before ``updates()`` hears of it.
+    var observer: (@Sendable (SyncState) -> Void)?
     /// Batches of queued syncs a stop is still marking `stopped` (they count as active work).
     var finishingQueued = 0
     /// The original data-loss bug, switchable for one purpose: proving that the storage-fault
@@ -121,6 +123,13 @@ public actor SyncManager {
     /// Every persisted change of every sync, as it happens.
     public func updates() -> AsyncStream<SyncState> {
         broadcaster.subscribe()
+    }
+
+    /// Sets a function called synchronously with every persisted state, in the order the states
+    /// were persisted and before the manager goes on (``updates()`` is asynchronous, so a reader
+    /// of it may hear of a state after later work already happened). Keep it short: a log line.
+    public func setObserver(_ observer: (@Sendable (SyncState) -> Void)?) {
+        self.observer = observer
     }
 
     // MARK: - Stop and restart
@@ -412,6 +421,7 @@ public actor SyncManager {
     }
 
     func notify(_ state: SyncState, onUpdate: SyncUpdateBlock?) {
+        observer?(state)
         broadcaster.publish(state)
         if let onUpdate, onUpdate(state) == .cancel {
             cancelRequested.insert(state.id)
