@@ -240,7 +240,7 @@ public actor SyncManager {
         if !ids.isEmpty {
             logger.info("recovered interrupted syncs", metadata: ["baton.syncs": "\(ids)"])
             for id in ids {
-                if let state = try? SyncState.byId(id, store: store) { broadcaster.publish(state) }
+                if let state = try? SyncState.byId(id, store: store) { notify(state, onUpdate: nil) }
             }
         }
         return ids
