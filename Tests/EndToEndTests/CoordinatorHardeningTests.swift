@@ -197,7 +197,7 @@ extension HeavyEndToEnd {
             // own writes there), then made again.
             #expect(rename(f.dir + "/participants", f.temp.path + "/participants-gone") == 0)
             try FileManager.default.createDirectory(
-                atPath: f.dir + "/participants", withIntermediateDirectories: false)
+                atPath: f.dir + "/participants", withIntermediateDirectories: true)
             try await f.waitForStatus("both to publish again") { statuses in
                 statuses.contains { $0.name == "host" && $0.pid == host.pid && $0.isWriter }
                     && statuses.contains { $0.name == "ext" && $0.pid == ext.pid }
