@@ -159,12 +159,16 @@ public final class SharedStore: Sendable {
         }
         writeGuard.beginWrite(deadline: deadline)
         let fault = try writeGuard.faults.beginWrite(db)
+        let stop = logged && writeGuard.faults.takeStopRequest()
         var result: T?
         try db.inTransaction(.immediate) {
             let transaction = StoreTransaction(db: db)
             try transaction.checkFence(epoch)
             result = try body(transaction)
             if logged { try transaction.recordCommit(fencedBy: epoch) }
+            // Thread-directed, so this thread stops before it returns (a process-directed
+            // SIGSTOP may be taken by another thread while this one commits).
+            if stop { pthread_kill(pthread_self(), SIGSTOP) }
             if let fault { try writeGuard.faults.raise(fault) }
             return .commit
         }
@@ -180,10 +184,42 @@ public final class SharedStore: Sendable {
     /// The take is timed when its transaction holds SQLite's write lock, so it never predates
     /// the release it follows, even when it had to wait for that release's commit.
     ///
+    /// - Parameter stillHeld: asked inside the transaction, which serializes with takeovers:
+    ///   false (the lock file was replaced by a takeover since it was locked) rolls back.
     /// - Returns: the new epoch and when it was taken (ms since 1970).
-    public func beginLeaseEpoch(name: String, pid: Int32) throws -> (epoch: Int64, acquired: Int64) {
+    /// - Throws: `staleEpoch` when `stillHeld` said no.
+    public func beginLeaseEpoch(
+        name: String, pid: Int32, stillHeld: () -> Bool = { true }
+    ) throws -> (epoch: Int64, acquired: Int64) {
         try bookkeeping { transaction in
-            (try transaction.beginLeaseEpoch(name: name, pid: pid), transaction.now)
+            guard stillHeld() else {
+                throw StoreError(
+                    .staleEpoch, "the writer lock was taken over before this process recorded its lease")
+            }
+            return (try transaction.beginLeaseEpoch(name: name, pid: pid), transaction.now)
+        }
+    }
+
+    /// Takes the writer lease over from a holder that stopped renewing it: in one `IMMEDIATE`
+    /// transaction, checks that the epoch is still `expected` (and, with `requireOpen`, that
+    /// its interval is still open: not released meanwhile), starts the next epoch (closing the
+    /// old interval as `taken-over`), and runs `install` (which puts this process's lock file
+    /// in place) before committing. Two takers serialize on the transaction, so at most one
+    /// wins; the old holder's fenced writes fail from the commit on.
+    ///
+    /// - Parameter deadline: how long to wait for SQLite's write lock (a holder frozen inside a
+    ///   write transaction keeps it: the caller gets `busy` and can say so).
+    /// - Returns: the new epoch and when it was taken, or nil when the lease moved meanwhile.
+    public func takeOverLease(
+        from expected: Int64, requireOpen: Bool, name: String, pid: Int32,
+        deadline: ContinuousClock.Instant, install: () throws -> Void
+    ) throws -> (epoch: Int64, acquired: Int64)? {
+        try bookkeeping(deadline: deadline) { transaction in
+            guard try transaction.leaseEpoch() == expected else { return nil }
+            if requireOpen, try !transaction.isLeaseEpochOpen(expected) { return nil }
+            let epoch = try transaction.beginLeaseEpoch(name: name, pid: pid)
+            try install()
+            return (epoch, transaction.now)
         }
     }
 
@@ -292,6 +328,9 @@ extension StoreError {
             return StoreError(
                 .notADatabase,
                 "\(context): the file is not a SQLite database; move it away or use another --dir")
+        case .SQLITE_BUSY:
+            return StoreError(
+                .busy, "\(context): another process holds the store's write lock (database is locked)")
         case .SQLITE_INTERRUPT:
             return StoreError(.interrupted, "\(context): the statement was interrupted and rolled back")
         case .SQLITE_CORRUPT:

@@ -21,6 +21,8 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         /// The store file was deleted, renamed or replaced while open; this process no longer writes.
         case storeFileChanged = "store_file_changed"
         case interrupted
+        /// Another process held the store's write lock past the wait allowed.
+        case busy
         case database
     }
 

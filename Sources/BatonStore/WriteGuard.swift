@@ -203,7 +203,10 @@ public final class StorageFaults: Sendable {
 
     /// While the file at `path` exists, its first line sets a fault for every write: `disk-full`
     /// as ``fillDisk(_:)``; `full`, `ioerr`, `interrupt` or `busy` as ``failAllWrites(with:)``.
-    /// Lets another process (a chaos run, a test) turn faults on and off.
+    /// `stop-in-transaction` is taken once: the next data write deletes the file and stops the
+    /// whole process (SIGSTOP) inside its open transaction, holding SQLite's write lock until a
+    /// SIGCONT, as a process frozen mid-page would. Lets another process (a chaos run, a test)
+    /// turn faults on and off.
     public func failWritesWhileFileExists(_ path: String?) {
         plan.withLock { $0.file = path }
     }
@@ -225,7 +228,7 @@ public final class StorageFaults: Sendable {
         let word = fileFault(file)
         try limitPages(db, diskFull || word == "disk-full")
         if let kind { return kind }
-        guard let word, word != "disk-full" else { return nil }
+        guard let word, word != "disk-full", word != "stop-in-transaction" else { return nil }
         return Kind(rawValue: word) ?? .full
     }
 
@@ -240,6 +243,14 @@ public final class StorageFaults: Sendable {
             try db.execute(sql: "PRAGMA max_page_count = \(saved)")
             plan.withLock { $0.savedPageLimit = nil }
         }
+    }
+
+    /// True (once) when the fault file asks the next data write to stop the process inside its
+    /// transaction; the request is consumed by deleting the file.
+    func takeStopRequest() -> Bool {
+        let file = plan.withLock { $0.file }
+        guard let file, fileFault(file) == "stop-in-transaction" else { return false }
+        return unlink(file) == 0
     }
 
     func raise(_ kind: Kind) throws -> Never {

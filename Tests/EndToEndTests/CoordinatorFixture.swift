@@ -75,7 +75,13 @@ final class CoordinatorFixture: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: dir + "/logs", withIntermediateDirectories: true)
         let met = try await DirectoryWatcher(root: dir, subdirectories: ["logs"], reportsModifications: true)
             .wait(timeout: timeout) { [self] in condition(log(name)) }
-        if !met { throw ProcessTimeout(what: "\(name)'s log to show \(what)") }
+        if !met {
+            // The log's last events say where it stood.
+            let tail = log(name).filter { $0["event"] != "sync" }.suffix(16).map { "\($0)" }
+                .joined(separator: "\n")
+            throw ProcessTimeout(
+                what: "\(name)'s log to show \(what); its last events other than sync states:\n\(tail)")
+        }
     }
 
     /// Waits, on inotify events in D/participants, until `condition` holds for the published

@@ -4,12 +4,20 @@ import Logging
 import Synchronization
 
 /// The writer lease: an exclusive `flock` on `D/writer.lock` (its own descriptor, `O_CLOEXEC`,
-/// held for the whole lease, never the database file), recorded in the store's lease table.
+/// held for the whole lease, never the database file), recorded in the store's lease table,
+/// and renewed by a heartbeat written into the lock file every quarter term.
 ///
 /// Taking it bumps the epoch and appends a history row; releasing closes the row. The kernel
 /// frees the lock when the holder dies, and the next holder closes the dead one's row. A waiter
 /// blocks in the kernel (`flock` on a thread of its own), so it is woken the moment the lock is
 /// free: no polling.
+///
+/// A holder that stops renewing for a full term (frozen by SIGSTOP or the cgroup freezer, hung)
+/// keeps its `flock` forever, so a waiter takes the lease over: it locks a fresh lock file and,
+/// in one transaction that succeeds only if the epoch is still the holder's, starts the next
+/// epoch and renames its file over `D/writer.lock`. That new generation is what everyone locks
+/// from then on (waiters on the old one are woken by inotify); the old holder's fenced writes
+/// fail, and its heartbeat notices the replaced file when it wakes.
 public final class WriterLease: Sendable {
     /// A held lease.
     public struct Held: Sendable, Hashable {
@@ -17,14 +25,45 @@ public final class WriterLease: Sendable {
         public let epoch: Int64
         /// When it was taken (ms since 1970).
         public let acquired: Int64
+        /// Set when this holding took the lease over from a holder that stopped renewing it.
+        public let takeover: Takeover?
+    }
+
+    /// A lease taken over: from whom, and how it looked.
+    public struct Takeover: Sendable, Hashable {
+        /// The epoch taken over.
+        public var epoch: Int64
+        /// The old holder, from the lease history (nil when it had not recorded its epoch yet).
+        public var name: String?
+        public var pid: Int32?
+        /// What the kernel said of the old holder when the takeover was decided. A takeover of a
+        /// holder that was `running` is a false one: it was only slow to beat.
+        public var holderState: ProcessState
+        /// How long the holder had been silent.
+        public var silentMillis: Double
+    }
+
+    /// The lock file's holder could not be taken over because it holds SQLite's write lock.
+    public struct Blocked: Sendable, Hashable {
+        public var name: String
+        public var pid: Int32
+        public var holderState: ProcessState
+        /// "host (pid 123) is stopped inside a write transaction; resume or kill it".
+        public var message: String
     }
 
     let directory: SharedDirectory
     let store: SharedStore
     let name: String
-    /// The lease this process holds, if any, and the descriptor holding the lock: taking it
-    /// twice returns the same epoch, and only the current holding can be released.
-    private let state = Mutex<(held: Held?, lock: FileLock?)>((nil, nil))
+    /// How long a holder may go without renewing before a waiter takes the lease over.
+    public let term: Duration
+    /// How long a takeover waits for SQLite's write lock before it says the holder is blocking.
+    let takeoverLockWait: Duration
+    private let onLost: @Sendable () -> Void
+    /// The lease this process holds, if any, the descriptor holding the lock and its heartbeat:
+    /// taking it twice returns the same epoch, and only the current holding can be released.
+    private let state = Mutex<(held: Held?, lock: FileLock?, heartbeat: LeaseHeartbeat?)>((nil, nil, nil))
+    private let temporaryFiles = Atomic<Int>(0)
 
     /// The lease held now by this process, if any.
     public var current: Held? { state.withLock { $0.held } }
@@ -34,10 +73,22 @@ public final class WriterLease: Sendable {
     public var holdsLockFile: Bool { state.withLock { $0.lock?.isStillAtPath ?? false } }
 
     /// Prepares (but does not take) the lease for participant `name`.
-    public init(directory: SharedDirectory, store: SharedStore, name: String) throws {
+    ///
+    /// - Parameters:
+    ///   - term: the lease term: the holder renews every quarter of it, and a holder silent for
+    ///     a whole term is taken over.
+    ///   - onLost: called (on the heartbeat's thread) when the held lock file was replaced or
+    ///     deleted: the lease was taken over, or can no longer be trusted.
+    public init(
+        directory: SharedDirectory, store: SharedStore, name: String, term: Duration = .seconds(2),
+        takeoverLockWait: Duration = .milliseconds(250), onLost: @escaping @Sendable () -> Void = {}
+    ) throws {
         self.directory = directory
         self.store = store
         self.name = name
+        self.term = term
+        self.takeoverLockWait = takeoverLockWait
+        self.onLost = onLost
         // Fail early (and clearly) when the lock file cannot be opened.
         _ = try FileLock(path: directory.writerLockPath)
     }
@@ -56,83 +107,252 @@ public final class WriterLease: Sendable {
         return try begin(with: lock)
     }
 
-    /// Records the new epoch for a lock just taken; unlocks it if that fails.
-    private func begin(with lock: FileLock) throws -> Held {
+    /// Records the new epoch for a lock just taken, beating from the start; unlocks it if that
+    /// fails. Nil when a takeover replaced the lock file before the epoch was recorded.
+    private func begin(with lock: FileLock) throws -> Held? {
+        let heartbeat = LeaseHeartbeat(lock: lock, epoch: 0, term: term, onLost: onLost)
         do {
-            let (epoch, acquired) = try store.beginLeaseEpoch(name: name, pid: getpid())
-            let held = Held(epoch: epoch, acquired: acquired)
-            state.withLock { $0 = (held, lock) }
-            store.holdCheckpoints()
-            return held
+            let (epoch, acquired) = try store.beginLeaseEpoch(name: name, pid: getpid()) {
+                lock.isStillAtPath
+            }
+            return adopt(Held(epoch: epoch, acquired: acquired, takeover: nil), lock, heartbeat)
+        } catch let error as StoreError where error.code == .staleEpoch {
+            heartbeat.stop()
+            lock.unlock()
+            return nil
         } catch {
+            heartbeat.stop()
             lock.unlock()
             throw error
         }
     }
 
+    private func adopt(_ held: Held, _ lock: FileLock, _ heartbeat: LeaseHeartbeat) -> Held {
+        heartbeat.setEpoch(held.epoch)
+        state.withLock { $0 = (held, lock, heartbeat) }
+        store.holdCheckpoints()
+        return held
+    }
+
     /// Waits for the lease until `deadline` (forever when nil).
     ///
     /// The wait is in the kernel: the lock is granted the moment its holder releases it or dies.
-    /// `mayTry` is asked before each attempt and again once the lock is granted (priority: a
-    /// lower-priority participant holds back, and hands a granted lock straight back, while a
-    /// higher one waits); while it says no, the wait follows the participants' published states
-    /// (inotify), re-checking at least every `interval`.
+    /// Meanwhile the holder's heartbeat is watched (``TakeoverWatch``): one silent for a full
+    /// term is taken over. `mayTry` is asked before each attempt and again once the lock is
+    /// granted (priority: a lower-priority participant holds back, and hands a granted lock
+    /// straight back, while a higher one waits); while it says no, the wait follows the
+    /// participants' published states (inotify), re-checking at least every `interval`.
     ///
+    /// - Parameter onBlocked: told when a takeover is held up by a holder that keeps SQLite's
+    ///   write lock (frozen inside a write transaction), and told nil once that is over.
     /// - Throws: `CancellationError` when the task is cancelled, `leaseTimeout` past the deadline.
     public func acquire(
         deadline: ContinuousClock.Instant? = nil, interval: Duration = .milliseconds(100),
-        mayTry: @Sendable () -> Bool = { true }
+        mayTry: @Sendable () -> Bool = { true }, onBlocked: @Sendable (Blocked?) -> Void = { _ in }
     ) async throws -> Held {
         if let held = current { return held }
-        var changes: ParticipantChanges?
-        defer { changes?.stop() }
+        let path = directory.writerLockPath
+        // Watch first, then look, so a change made in between is not missed.
+        let changes = LeaseChanges(directory: directory)
+        var pending: PendingLock?
+        var watch = TakeoverWatch(defaultTerm: term)
+        var blocked: Blocked?
+        var pursuing: (observation: TakeoverWatch.Observation, silentNanos: UInt64)?
+        defer {
+            pending?.abandon()
+            changes.stop()
+            if blocked != nil { onBlocked(nil) }
+        }
         while true {
             try Task.checkCancellation()
-            // Changes from here on wake the wait below, even if they land before it starts.
-            let seen = changes?.rings ?? 0
+            let seen = changes.rings
+            var wait: Duration? = nil
             if mayTry() {
-                let lock = try await KernelLockWait.lock(path: directory.writerLockPath, deadline: deadline)
-                // A lock on a writer.lock deleted or replaced meanwhile guards nothing: the next
-                // taker would open the new file. Wait again, on the file the path names now.
-                if !lock.isStillAtPath {
+                if let granted = pending?.take() {
+                    pending = nil
+                    let lock = try granted.get()
+                    // A lock on a writer.lock deleted or replaced meanwhile guards nothing: the
+                    // next taker would open the new file. Wait again, on the file named now.
+                    if lock.isStillAtPath, mayTry(), let held = try begin(with: lock) { return held }
                     lock.unlock()
                     continue
                 }
-                if mayTry() { return try begin(with: lock) }
-                // A higher-priority participant started waiting meanwhile: let it go first.
-                lock.unlock()
+                let generation = FileIdentity.of(path)
+                if pending == nil || generation == nil || pending?.generation != generation {
+                    pending?.abandon()
+                    pending = nil
+                    let lock = try FileLock(path: path)
+                    if try lock.tryLock() {
+                        if lock.isStillAtPath, let held = try begin(with: lock) { return held }
+                        lock.unlock()
+                        continue
+                    }
+                    pending = PendingLock(lock: lock, onGranted: changes.ring)
+                }
+                // A takeover held up by a holder frozen inside a write transaction is carried
+                // through once it can be, even if the thawed holder beats again meanwhile: it
+                // was silent for a term, and its next write fails its fence.
+                if let decided = pursuing, decided.observation.generation != generation { pursuing = nil }
+                let observation = pursuing?.observation ?? observeHolder(generation: generation)
+                let decision =
+                    pursuing.map { TakeoverWatch.Decision.takeOver(silentNanos: $0.silentNanos) }
+                    ?? watch.observe(observation)
+                switch decision {
+                case .wait(let until):
+                    wait = .nanoseconds(Int64(until &- min(until, observation.now)))
+                case .takeOver(let silent):
+                    pursuing = nil
+                    switch try takeOver(observation, silentNanos: silent) {
+                    case .taken(let held):
+                        return held
+                    case .moved:
+                        // Somebody else moved first; look again shortly (a new beat is coming).
+                        wait = .milliseconds(20)
+                    case .blocked(let reason):
+                        pursuing = (observation, silent)
+                        if blocked != reason {
+                            blocked = reason
+                            onBlocked(reason)
+                        }
+                        wait = term / 4
+                    }
+                }
+            } else {
+                // Holding back for a higher priority: no kernel wait, and no takeover either.
+                pending?.abandon()
+                pending = nil
+                wait = interval
             }
             if let deadline, ContinuousClock.now >= deadline {
                 throw CoordinatorError(.leaseTimeout, "the writer lease was not free in time")
             }
-            if changes == nil {
-                // Watch first, then look again, so a change made in between is not missed.
-                changes = ParticipantChanges(directory: directory)
-                continue
+            var timeout = wait ?? term / 4
+            if let deadline { timeout = min(timeout, deadline - ContinuousClock.now) }
+            await changes.wait(after: seen, timeout: max(timeout, .milliseconds(1)))
+        }
+    }
+
+    /// What a waiter sees of the holder now.
+    private func observeHolder(generation: FileIdentity?) -> TakeoverWatch.Observation {
+        let content = FileLock.recorded(at: directory.writerLockPath) ?? ""
+        let record = HeartbeatRecord(parsing: content)
+        return TakeoverWatch.Observation(
+            generation: generation, record: record, content: content,
+            holderState: record.map { ProcessState.of($0.pid) } ?? .unknown, now: MonotonicClock.nanos())
+    }
+
+    enum TakeoverOutcome {
+        case taken(Held)
+        /// The lease moved meanwhile (released, or taken by someone else): look again.
+        case moved
+        case blocked(Blocked)
+    }
+
+    /// Takes the lease over from a silent holder: a fresh lock file, locked, then one store
+    /// transaction that checks the epoch, starts the next one and renames the file into place.
+    private func takeOver(_ seen: TakeoverWatch.Observation, silentNanos: UInt64) throws -> TakeoverOutcome {
+        let (storeEpoch, open) = try store.read { reader in
+            (try reader.leaseEpoch(), try reader.openLeaseRecord())
+        }
+        // The record names the epoch its holder recorded; 0 (or an older one) means a holder that
+        // locked the file but had not recorded its epoch yet: fence the store's current one.
+        let recorded = seen.record?.epoch ?? 0
+        guard recorded <= storeEpoch else { return .moved }
+        let requireOpen = recorded > 0 && recorded == storeEpoch && open?.epoch == storeEpoch
+        let holder = requireOpen ? open : nil
+        let holderPid = seen.record?.pid ?? holder?.pid
+        let holderName = holder?.name ?? holderPid.map { "pid \($0)" } ?? "the holder"
+        let suffix = temporaryFiles.wrappingAdd(1, ordering: .relaxed).oldValue
+        let fresh = try FileLock(path: directory.path + "/.writer.lock.\(getpid()).\(suffix)")
+        let target = directory.writerLockPath
+        /// Unlocks the fresh file, deleting it unless it was put in place.
+        func discard() {
+            if fresh.path != target { unlink(fresh.path) }
+            fresh.unlock()
+        }
+        guard try fresh.tryLock() else {
+            discard()
+            return .moved
+        }
+        // The fresh file names the epoch it is about to take, so the old holder, woken by the
+        // rename before the commit, already sees it was taken over.
+        let heartbeat = LeaseHeartbeat(lock: fresh, epoch: storeEpoch + 1, term: term, onLost: onLost)
+        do {
+            let taken = try store.takeOverLease(
+                from: storeEpoch, requireOpen: requireOpen, name: name, pid: getpid(),
+                deadline: ContinuousClock.now + takeoverLockWait
+            ) {
+                // The generation seen is still the one in place (nobody took over first).
+                guard FileIdentity.of(target) == seen.generation else {
+                    throw StoreError(.staleEpoch, "the lock file was replaced meanwhile")
+                }
+                try fresh.rename(to: target)
             }
-            var wait = interval
-            if let deadline { wait = min(wait, deadline - ContinuousClock.now) }
-            await changes?.wait(after: seen, timeout: wait)
+            guard let (epoch, acquired) = taken else {
+                heartbeat.stop()
+                discard()
+                return .moved
+            }
+            let takeover = Takeover(
+                epoch: storeEpoch, name: holder?.name, pid: holderPid, holderState: seen.holderState,
+                silentMillis: Double(silentNanos / 100_000) / 10)
+            return .taken(
+                adopt(Held(epoch: epoch, acquired: acquired, takeover: takeover), fresh, heartbeat))
+        } catch let error as StoreError where error.code == .busy {
+            heartbeat.stop()
+            discard()
+            let pid = holderPid ?? 0
+            let state = ProcessState.of(pid)
+            let message: String
+            switch state {
+            case .stopped:
+                message =
+                    "\(holderName) (pid \(pid)) is stopped inside a write transaction; resume it (kill -CONT \(pid)) or kill it"
+            case .hung:
+                message =
+                    "\(holderName) (pid \(pid)) is hung inside a write transaction (uninterruptible sleep); resume or kill it"
+            default:
+                message =
+                    "\(holderName) (pid \(pid)) has not renewed the writer lease for a full term and another process holds the store's write lock; the takeover waits for that lock"
+            }
+            return .blocked(
+                Blocked(name: holder?.name ?? holderName, pid: pid, holderState: state, message: message))
+        } catch let error as StoreError where error.code == .staleEpoch {
+            heartbeat.stop()
+            discard()
+            return .moved
+        } catch {
+            heartbeat.stop()
+            discard()
+            throw error
         }
     }
 
     /// Closes the history row and unlocks (closing the descriptor, which wakes the waiters);
     /// does nothing unless `held` is the current holding.
     ///
-    /// - Parameter bookkeepingDeadline: how long closing the row may wait for a lock held by
-    ///   another process; past it (or on any failure) the row stays open and the next holder
-    ///   closes it. The lock is released either way.
-    public func release(_ held: Held, bookkeepingDeadline: ContinuousClock.Instant? = nil) {
-        let lock = state.withLock { state -> FileLock? in
-            guard state.held == held else { return nil }
-            defer { state = (nil, nil) }
-            return state.lock
+    /// - Parameters:
+    ///   - bookkeepingDeadline: how long closing the row may wait for a lock held by another
+    ///     process; past it (or on any failure) the row stays open and the next holder closes it.
+    ///     The lock is released either way.
+    ///   - recordRelease: false when the lease was lost (taken over): the row is the taker's to
+    ///     close, and this process writes nothing.
+    public func release(
+        _ held: Held, bookkeepingDeadline: ContinuousClock.Instant? = nil, recordRelease: Bool = true
+    ) {
+        let holding = state.withLock { state -> (FileLock?, LeaseHeartbeat?) in
+            guard state.held == held else { return (nil, nil) }
+            defer { state = (nil, nil, nil) }
+            return (state.lock, state.heartbeat)
         }
-        guard let lock else { return }
-        do {
-            try store.endLeaseEpoch(held.epoch, deadline: bookkeepingDeadline)
-        } catch {
-            // The row stays open; the next holder closes it as taken over.
+        guard let lock = holding.0 else { return }
+        holding.1?.stop()
+        if recordRelease {
+            do {
+                try store.endLeaseEpoch(held.epoch, deadline: bookkeepingDeadline)
+            } catch {
+                // The row stays open; the next holder closes it as taken over.
+            }
         }
         lock.unlock()
         // Checkpoints held back while the lease was held run now, while nobody waits for them.
@@ -172,70 +392,55 @@ extension WriterLease {
     }
 }
 
-/// One wait for an exclusive `flock` in the kernel, on a thread of its own (a blocked `flock`
-/// cannot be interrupted from Swift), so the waiter is woken the moment the lock is free.
-/// Cancelled or timed out, the caller goes on at once; the abandoned thread, once granted the
-/// lock, gives it straight back.
-enum KernelLockWait {
-    final class Outcome: Sendable {
-        private let state = Mutex<(done: Bool, continuation: CheckedContinuation<FileLock, any Error>?)>(
-            (false, nil))
+/// One wait for an exclusive `flock` in the kernel on one generation of the lock file, on a
+/// thread of its own (a blocked `flock` cannot be interrupted from Swift), so the waiter is woken
+/// the moment the lock is free. Abandoned (cancelled, timed out, or the lock file replaced by a
+/// takeover), the thread, once granted the lock, gives it straight back.
+final class PendingLock: Sendable {
+    /// The lock file this wait is on.
+    let generation: FileIdentity?
+    private let state = Mutex<(result: Result<FileLock, any Error>?, abandoned: Bool)>((nil, false))
 
-        func set(_ continuation: CheckedContinuation<FileLock, any Error>) {
-            let early = state.withLock { state -> Bool in
-                if state.done { return true }
-                state.continuation = continuation
-                return false
+    /// Starts waiting for `lock`; `onGranted` is called (on the waiting thread) when the wait ends.
+    init(lock: FileLock, onGranted: @escaping @Sendable () -> Void) {
+        generation = lock.identity
+        let thread = Thread { [self] in
+            let result = Result { try lock.lock() }.map { lock }
+            let keep = self.state.withLock { state -> Bool in
+                if state.abandoned { return false }
+                state.result = result
+                return true
             }
-            if early { continuation.resume(throwing: CancellationError()) }
+            if keep { onGranted() } else { lock.unlock() }
         }
+        thread.name = "baton.lease.wait"
+        thread.start()
+    }
 
-        /// Resumes the waiter with `result` if nothing did yet; false when too late.
-        @discardableResult
-        func finish(_ result: Result<FileLock, any Error>) -> Bool {
-            let continuation = state.withLock { state -> CheckedContinuation<FileLock, any Error>?? in
-                if state.done { return nil }
-                state.done = true
-                defer { state.continuation = nil }
-                return .some(state.continuation)
-            }
-            guard let continuation else { return false }
-            continuation?.resume(with: result)
-            return true
+    /// The lock once granted (or the error the wait ended with); nil while still waiting.
+    /// Taken once.
+    func take() -> Result<FileLock, any Error>? {
+        state.withLock { state in
+            defer { state.result = nil }
+            return state.result
         }
     }
 
-    static func lock(path: String, deadline: ContinuousClock.Instant?) async throws -> FileLock {
-        let lock = try FileLock(path: path)
-        if try lock.tryLock() { return lock }
-        let outcome = Outcome()
-        let timer = deadline.map { deadline in
-            Task {
-                try await Task.sleep(until: deadline)
-                outcome.finish(
-                    .failure(CoordinatorError(.leaseTimeout, "the writer lease was not free in time")))
-            }
+    /// Gives up the wait: a lock granted already, or later, is released at once.
+    func abandon() {
+        let granted = state.withLock { state -> FileLock? in
+            state.abandoned = true
+            defer { state.result = nil }
+            return try? state.result?.get()
         }
-        defer { timer?.cancel() }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                outcome.set(continuation)
-                let thread = Thread {
-                    let result = Result { try lock.lock() }.map { lock }
-                    if !outcome.finish(result) { lock.unlock() }
-                }
-                thread.name = "baton.lease.wait"
-                thread.start()
-            }
-        } onCancel: {
-            outcome.finish(.failure(CancellationError()))
-        }
+        granted?.unlock()
     }
 }
 
-/// Wakes a waiting acquisition when a participant publishes its state, when `wait` times out,
-/// or when the task is cancelled.
-final class ParticipantChanges: Sendable {
+/// Wakes a waiting acquisition: when a participant publishes its state, when `D/writer.lock` is
+/// replaced or deleted (a takeover: the waits on the old generation are moot), when the kernel
+/// grants the lock, when `wait` times out, or when the task is cancelled.
+final class LeaseChanges: Sendable {
     private let state = Mutex<(rings: Int, waiter: CheckedContinuation<Void, Never>?)>((0, nil))
     private let listener = Mutex<Task<Void, Never>?>(nil)
 
@@ -246,9 +451,13 @@ final class ParticipantChanges: Sendable {
         else { return }
         let task = Task { [self] in
             for await event in events {
-                // Junk in participants/ never wakes a waiter.
-                if case .changed(_, let name) = event, !ParticipantStatus.isStatusFile(name, in: directory) {
-                    continue
+                if case .changed(let sub, let name) = event {
+                    if sub == "" {
+                        guard name == "writer.lock" else { continue }
+                    } else if !ParticipantStatus.isStatusFile(name, in: directory) {
+                        // Junk in participants/ never wakes a waiter.
+                        continue
+                    }
                 }
                 ring()
             }
@@ -260,7 +469,7 @@ final class ParticipantChanges: Sendable {
         listener.withLock { $0?.cancel() }
     }
 
-    private func ring() {
+    @Sendable func ring() {
         let waiter = state.withLock { state in
             state.rings += 1
             defer { state.waiter = nil }

@@ -32,13 +32,17 @@ public struct ParticipantConfiguration: Sendable {
     /// each failure in a row up to ``maxRetryDelay``; `nil` never retries.
     public var retryDelay: Duration?
     public var maxRetryDelay: Duration
+    /// The writer lease's term: the holder renews it every quarter term, and a holder that has
+    /// not renewed it for a whole term (frozen, hung) is taken over by a waiting participant.
+    public var leaseTerm: Duration
 
     public init(
         name: String, role: String, priority: Int? = nil, syncs: [ConfiguredSync] = [],
         initialLifecycle: Lifecycle? = nil,
         stopDeadline: Duration = .seconds(5),
         retryDelay: Duration? = .milliseconds(500),
-        maxRetryDelay: Duration = .seconds(30)
+        maxRetryDelay: Duration = .seconds(30),
+        leaseTerm: Duration = .seconds(2)
     ) {
         self.name = name
         self.role = role
@@ -48,5 +52,6 @@ public struct ParticipantConfiguration: Sendable {
         self.stopDeadline = stopDeadline
         self.retryDelay = retryDelay
         self.maxRetryDelay = maxRetryDelay
+        self.leaseTerm = leaseTerm
     }
 }

@@ -11,6 +11,9 @@ public struct HandOverStateMachine: Sendable, Hashable {
         case writer
         /// Stopping its syncs to hand the lease over.
         case releasing
+        /// The lease was taken over while this process was frozen or hung: its writes fail
+        /// their fence; it stops its syncs (resumable) without writing, then waits again.
+        case fenced
         /// Shut down for good.
         case finished
     }
@@ -26,6 +29,8 @@ public struct HandOverStateMachine: Sendable, Hashable {
         /// `D/writer.lock` was deleted or replaced: another process may hold a lock on the new
         /// file, so this one steps down (as if fenced) and waits again.
         case lockLost = "lock-lost"
+        /// Another participant took the lease over (this one had stopped renewing it).
+        case fenced
     }
 
     public enum Action: Sendable, Hashable {
@@ -93,9 +98,27 @@ public struct HandOverStateMachine: Sendable, Hashable {
         return [.publish, .stopAndRelease(reason)]
     }
 
+    /// The held lease was lost: another participant took it over after this one stopped
+    /// renewing it (`takenOver`), or its lock file went away. Either way this process may not
+    /// write: it stops its syncs and waits for the lease again if still foreground.
+    public mutating func leaseLost(takenOver: Bool) -> [Action] {
+        switch phase {
+        case .writer:
+            phase = takenOver ? .fenced : .releasing
+            return [.publish, .stopAndRelease(takenOver ? .fenced : .lockLost)]
+        case .releasing where takenOver:
+            // Already stopping (for the background, a yield, a shutdown): the stop goes on and
+            // writes nothing that could land; only the phase says fenced now.
+            phase = .fenced
+            return [.publish]
+        default:
+            return []
+        }
+    }
+
     /// The lease was released after a `stopAndRelease`.
     public mutating func released() -> [Action] {
-        guard phase == .releasing else { return [] }
+        guard phase == .releasing || phase == .fenced else { return [] }
         if shuttingDown {
             phase = .finished
             return [.publish, .exit]
@@ -116,7 +139,7 @@ public struct HandOverStateMachine: Sendable, Hashable {
         case .writer:
             phase = .releasing
             return [.publish, .stopAndRelease(.shutdown)]
-        case .releasing:
+        case .releasing, .fenced:
             return []
         case .waitingForLease:
             phase = .finished

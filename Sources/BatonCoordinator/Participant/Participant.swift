@@ -15,6 +15,10 @@ public actor Participant {
         case directory(DirectoryWatcher.Event)
         case leaseAcquired(WriterLease.Held)
         case leaseFailed(String)
+        /// The held lock file was replaced or deleted (the heartbeat noticed).
+        case leaseLost
+        /// A takeover waits for a holder that keeps SQLite's write lock (nil: no longer).
+        case leaseBlocked(WriterLease.Blocked?)
         case syncUpdate(SyncState)
         case retry(String)
         /// Try again what failed on a storage error: taking the lease, starting syncs as
@@ -55,6 +59,8 @@ public actor Participant {
     var problem: String?
     var recoveries: [Recovery: Task<Void, Never>] = [:]
     var recoveryFailures: [Recovery: Int] = [:]
+    /// What holds up a takeover now, if anything.
+    var lastBlocked: WriterLease.Blocked?
     nonisolated let events: AsyncStream<Event>
     nonisolated let sink: AsyncStream<Event>.Continuation
 
@@ -71,9 +77,12 @@ public actor Participant {
         self.store = store
         self.manager = manager
         self.logger = logger
-        lease = try WriterLease(directory: directory, store: store, name: configuration.name)
+        let (events, sink) = AsyncStream.makeStream(of: Event.self)
+        (self.events, self.sink) = (events, sink)
+        lease = try WriterLease(
+            directory: directory, store: store, name: configuration.name, term: configuration.leaseTerm,
+            onLost: { sink.yield(.leaseLost) })
         log = try ParticipantLog(directory: directory, name: configuration.name)
-        (events, sink) = AsyncStream.makeStream(of: Event.self)
     }
 
     /// Takes `D/participants/<name>.lock` (freed by the kernel when the process dies) and
@@ -229,6 +238,24 @@ public actor Participant {
             recoveryFailures[.lease] = nil
             if problem?.hasPrefix("could not record") == true { setProblem(nil) }
             let waited = ParticipantLog.monotonicMillis() - acquireStarted
+            if let takeover = held.takeover {
+                log.log(
+                    "lease.takeover",
+                    [
+                        "epoch": .int(held.epoch), "from": .int(takeover.epoch),
+                        "holder": takeover.name.map(JSONValue.string) ?? .null,
+                        "holderPid": takeover.pid.map { .int(Int64($0)) } ?? .null,
+                        "holderState": .string(takeover.holderState.rawValue),
+                        "silentMs": .double(takeover.silentMillis),
+                    ])
+                logger.warning(
+                    "took the writer lease over from a holder that stopped renewing it",
+                    metadata: [
+                        "baton.holder":
+                            "\(takeover.name ?? "?") (pid \(takeover.pid.map(String.init) ?? "?"))",
+                        "baton.holderState": "\(takeover.holderState.rawValue)",
+                    ])
+            }
             log.log(
                 "lease.acquired",
                 ["epoch": .int(held.epoch), "waitMs": .double((waited * 10).rounded() / 10)])
@@ -240,6 +267,26 @@ public actor Participant {
             // Still waiting for the lease, with nothing waiting: try again after a pause.
             setProblem("could not record the writer lease (\(reason)); trying again")
             scheduleRecovery(.lease)
+            return false
+        case .leaseLost:
+            return await checkLockFile()
+        case .leaseBlocked(let blocked):
+            if let blocked {
+                log.log(
+                    "lease.blocked",
+                    [
+                        "holder": .string(blocked.name), "holderPid": .int(Int64(blocked.pid)),
+                        "holderState": .string(blocked.holderState.rawValue),
+                        "problem": .string(blocked.message),
+                    ])
+                logger.error(
+                    "the writer lease cannot be taken over", metadata: ["baton.reason": "\(blocked.message)"])
+                setProblem(blocked.message)
+            } else if problem != nil, lastBlocked != nil {
+                log.log("lease.unblocked")
+                setProblem(nil)
+            }
+            lastBlocked = blocked
             return false
         case .recover(let recovery):
             recoveries[recovery] = nil
@@ -332,14 +379,16 @@ public actor Participant {
         let priority = configuration.priority
         acquiring = Task {
             do {
-                let held = try await lease.acquire {
-                    // Hold back while a higher-priority participant waits for the lease.
-                    !ParticipantStatus.readAll(in: directory).contains { other in
-                        other.name != name && other.priority > priority && other.isWaiting
-                            && other.lifecycle == .foreground
-                            && other.isAlive
-                    }
-                }
+                let held = try await lease.acquire(
+                    mayTry: {
+                        // Hold back while a higher-priority participant waits for the lease.
+                        !ParticipantStatus.readAll(in: directory).contains { other in
+                            other.name != name && other.priority > priority && other.isWaiting
+                                && other.lifecycle == .foreground
+                                && other.isAlive
+                        }
+                    },
+                    onBlocked: { sink.yield(.leaseBlocked($0)) })
                 sink.yield(.leaseAcquired(held))
             } catch is CancellationError {
                 return
@@ -457,7 +506,9 @@ public actor Participant {
             // it the row stays open, and the next holder closes it.
             let bookkeepingDeadline = max(
                 ContinuousClock.now + .milliseconds(100), begun + deadline + .milliseconds(700))
-            lease.release(held, bookkeepingDeadline: bookkeepingDeadline)
+            // Fenced, the interval is the taker's to close: this process writes nothing.
+            lease.release(
+                held, bookkeepingDeadline: bookkeepingDeadline, recordRelease: machine.phase != .fenced)
             self.held = nil
             let totalMs = ParticipantLog.monotonicMillis() - started
             log.log(
@@ -607,14 +658,31 @@ public actor Participant {
         }
     }
 
-    /// When `D/writer.lock` was deleted or replaced while this process holds the lease, another
-    /// process can take a lock on the new file: the holder steps down (its epoch will be fenced
-    /// by the next holder's) and waits for the lease again, so priority order holds.
+    /// When `D/writer.lock` was deleted or replaced while this process holds the lease, it may
+    /// not write: either another participant took the lease over (this one had stopped renewing
+    /// it: frozen, hung), and its epoch fences this one's writes; or somebody deleted the file,
+    /// and another process can take a lock on the new one. It stops its syncs (resumable) and
+    /// waits for the lease again, so priority order holds.
     func checkLockFile() async -> Bool {
-        guard machine.phase == .writer, held != nil, !lease.holdsLockFile else { return false }
-        logger.error("the writer lock file was deleted or replaced; stepping down")
-        log.log("lease.lockLost", ["path": .string(directory.writerLockPath)])
-        return (try? await carryOut(machine.cannotWrite(.lockLost))) ?? false
+        guard let held, machine.phase == .writer || machine.phase == .releasing, !lease.holdsLockFile else {
+            return false
+        }
+        // Taken over: the epoch moved on, or the file now in place names a later epoch (a
+        // taker renames its file in before its transaction commits).
+        let storeEpoch = try? await store.read { try $0.leaseEpoch() }
+        let successor = HeartbeatRecord.read(at: directory.writerLockPath)?.epoch ?? 0
+        let takenOver = (storeEpoch.map { $0 != held.epoch } ?? false) || successor > held.epoch
+        if takenOver {
+            logger.error(
+                "the writer lease was taken over while this process was not renewing it; stepping down")
+            log.log(
+                "lease.lost",
+                ["epoch": .int(held.epoch), "currentEpoch": storeEpoch.map(JSONValue.int) ?? .null])
+        } else {
+            logger.error("the writer lock file was deleted or replaced; stepping down")
+            log.log("lease.lockLost", ["path": .string(directory.writerLockPath)])
+        }
+        return (try? await carryOut(machine.leaseLost(takenOver: takenOver))) ?? false
     }
 
     /// When the store file was deleted, renamed or replaced: says so (log and status) and, as

@@ -15,8 +15,9 @@ public final class FileLock: Sendable {
     private let fd: Int32
     /// True until the descriptor is closed; makes `unlock()` idempotent across threads.
     private let isOpen = Mutex(true)
-    /// The lock file's path.
-    public let path: String
+    private let currentPath: Mutex<String>
+    /// The lock file's path (where ``rename(to:)`` last put it).
+    public var path: String { currentPath.withLock { $0 } }
 
     /// Opens (creating with mode 0600) the lock file. Does not lock.
     public init(path: String) throws {
@@ -28,7 +29,7 @@ public final class FileLock: Sendable {
             )
         }
         self.fd = fd
-        self.path = path
+        self.currentPath = Mutex(path)
     }
 
     deinit {
@@ -63,6 +64,20 @@ public final class FileLock: Sendable {
         _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
     }
 
+    /// Writes `text` over the start of the lock file without truncating it first, so a reader
+    /// never finds it empty: one `pwrite`, for records of a fixed length (a heartbeat).
+    public func overwrite(_ text: String) {
+        let bytes = Array(text.utf8)
+        _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+    }
+
+    /// The device and inode of the file this lock holds (its generation), or nil once closed.
+    public var identity: FileIdentity? {
+        var held = stat()
+        guard fstat(fd, &held) == 0 else { return nil }
+        return FileIdentity(device: UInt64(held.st_dev), inode: UInt64(held.st_ino))
+    }
+
     /// What the lock file at `path` says (see ``record(_:)``), at most 256 bytes.
     public static func recorded(at path: String) -> String? {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
@@ -78,8 +93,19 @@ public final class FileLock: Sendable {
     public var isStillAtPath: Bool {
         var held = stat()
         var named = stat()
-        guard fstat(fd, &held) == 0, lstat(path, &named) == 0 else { return false }
+        guard fstat(fd, &held) == 0, lstat(path, &named) == 0, held.st_nlink > 0 else { return false }
         return held.st_dev == named.st_dev && held.st_ino == named.st_ino
+    }
+
+    /// Renames the lock file to `newPath` (atomically replacing whatever is there).
+    public func rename(to newPath: String) throws {
+        let oldPath = path
+        guard systemRename(oldPath, newPath) == 0 else {
+            throw StoreError(
+                .directoryUnavailable,
+                "cannot rename \(oldPath) to \(newPath): \(String(cString: strerror(errno)))")
+        }
+        currentPath.withLock { $0 = newPath }
     }
 
     /// Releases the lock and closes the descriptor. Safe to call more than once.
@@ -93,4 +119,30 @@ public final class FileLock: Sendable {
             return open
         }
     }
+}
+
+/// A file's device and inode: which file a path named at some moment (a lock file's
+/// generation).
+public struct FileIdentity: Sendable, Hashable, CustomStringConvertible {
+    public var device: UInt64
+    public var inode: UInt64
+
+    public init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
+
+    /// The file `path` names now (not following a symbolic link), or nil when there is none.
+    public static func of(_ path: String) -> FileIdentity? {
+        var named = stat()
+        guard lstat(path, &named) == 0 else { return nil }
+        return FileIdentity(device: UInt64(named.st_dev), inode: UInt64(named.st_ino))
+    }
+
+    public var description: String { "\(device):\(inode)" }
+}
+
+/// `rename(2)`, callable where a method of the same name hides it.
+private func systemRename(_ old: String, _ new: String) -> Int32 {
+    rename(old, new)
 }

@@ -10,7 +10,8 @@ public struct LeaseRecord: Sendable, Hashable {
     public var acquired: Int64
     /// `nil` while held.
     public var released: Int64?
-    /// `released` (clean), `taken-over` (closed by the next holder after the holder died).
+    /// `released` (clean), `taken-over` (closed by the next holder: the holder died, or stopped
+    /// renewing the lease and was taken over).
     public var releaseKind: String?
 
     public init(
@@ -29,6 +30,25 @@ extension StoreReader {
     /// The current lease epoch (0 before anyone took it).
     public func leaseEpoch() throws -> Int64 {
         try Int64.fetchOne(try cached("SELECT epoch FROM lease WHERE id = 1")) ?? 0
+    }
+
+    /// Whether `epoch`'s interval is in the history and not closed yet.
+    public func isLeaseEpochOpen(_ epoch: Int64) throws -> Bool {
+        try Bool.fetchOne(
+            try cached("SELECT released IS NULL FROM lease_history WHERE epoch = ?"), arguments: [epoch])
+            ?? false
+    }
+
+    /// The open interval of the lease history (the current holder's), if any.
+    public func openLeaseRecord() throws -> LeaseRecord? {
+        try Row.fetchOne(
+            db, sql: "SELECT * FROM lease_history WHERE released IS NULL ORDER BY epoch DESC LIMIT 1"
+        )
+        .map { row in
+            LeaseRecord(
+                epoch: row["epoch"], name: row["name"], pid: row["pid"], acquired: row["acquired"],
+                released: row["released"], releaseKind: row["releaseKind"])
+        }
     }
 
     /// The whole lease history, oldest first.

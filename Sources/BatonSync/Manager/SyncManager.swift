@@ -331,9 +331,12 @@ public actor SyncManager {
         }
     }
 
+    /// A stop, a cancel, or the lease moving on (a write failed its fence: another process took
+    /// the lease over): the sync ends `stopped`, resumable by whoever writes next.
     func isInterruption(_ error: any Error, syncId: Int64) -> Bool {
         error is SyncInterrupted || error is CancellationError || machine.state != .acceptingSyncs
             || cancelRequested.contains(syncId) || Task.isCancelled
+            || (error as? StoreError)?.code == .staleEpoch
     }
 
     /// Persists a state (fenced) and tells listeners.

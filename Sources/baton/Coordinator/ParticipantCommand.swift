@@ -67,6 +67,12 @@ struct ParticipantCommand: AsyncParsableCommand {
         help: "Seconds a stop may take before the SQLite statement in flight is interrupted.")
     var stopDeadline: Double = 5
     @Option(
+        name: .customLong("lease-term"),
+        help:
+            "Seconds of the writer lease's term: the writer renews its heartbeat every quarter term, and a writer silent for a whole term (frozen by SIGSTOP or a freezer, or hung) is taken over by a waiting participant."
+    )
+    var leaseTerm: Double = 2
+    @Option(
         name: .customLong("busy-timeout"),
         help:
             "Seconds a write waits for SQLite's lock held by another process (a shell's BEGIN IMMEDIATE, say) before it fails and is retried."
@@ -90,6 +96,9 @@ struct ParticipantCommand: AsyncParsableCommand {
             throw ValidationError("--batch-size must be between 1 and 2000")
         }
         guard stopDeadline > 0 else { throw ValidationError("--stop-deadline must be positive") }
+        guard leaseTerm >= 0.1, leaseTerm <= 3600 else {
+            throw ValidationError("--lease-term must be between 0.1 and 3600 seconds")
+        }
         guard busyTimeout >= 0, busyTimeout <= 3600 else {
             throw ValidationError("--busy-timeout must be between 0 and 3600 seconds")
         }
@@ -117,7 +126,8 @@ struct ParticipantCommand: AsyncParsableCommand {
                 name: name, role: role, priority: priority, syncs: syncs,
                 initialLifecycle: lifecycle.flatMap(Lifecycle.init(rawValue:)),
                 stopDeadline: .milliseconds(Int(stopDeadline * 1000)),
-                retryDelay: retryDelay > 0 ? .milliseconds(Int(retryDelay * 1000)) : nil),
+                retryDelay: retryDelay > 0 ? .milliseconds(Int(retryDelay * 1000)) : nil,
+                leaseTerm: .milliseconds(Int(leaseTerm * 1000))),
             directory: store.directory, store: store, manager: manager, logger: logger)
         let signals = ShutdownSignals { participant.shutdown() }
         CLIOutput.line("participant \(name) (\(role), pid \(getpid())) running in \(store.directory.path)")

@@ -19,21 +19,32 @@ struct StatusCommand: ParsableCommand {
             return
         }
         if let writer = snapshot.writer {
-            CLIOutput.line("writer: \(writer.name) (pid \(writer.pid), epoch \(writer.epoch))")
+            var line = "writer: \(writer.name) (pid \(writer.pid), epoch \(writer.epoch))"
+            if let age = snapshot.heartbeatAge(of: writer.pid) {
+                line += ", heartbeat \(Self.seconds(age)) ago"
+            }
+            if snapshot.liveness(ofPid: writer.pid) == .stopped {
+                line += "; STOPPED: a waiting participant takes the lease over once the term passes"
+            }
+            CLIOutput.line(line)
         } else {
             CLIOutput.line("writer: none")
         }
         let rows = snapshot.participants.map { p in
             [
-                p.name, p.role, String(p.priority), String(p.pid), p.isAlive ? "yes" : "no",
-                p.lifecycle.rawValue, p.phase, p.managerState,
+                p.name, p.role, String(p.priority), String(p.pid), snapshot.liveness(of: p).label,
+                snapshot.heartbeatAge(of: p.pid).map(Self.seconds) ?? "-", p.lifecycle.rawValue, p.phase,
+                p.managerState,
             ]
         }
         if rows.isEmpty {
             CLIOutput.line("participants: none")
         } else {
             for line in Table.render(
-                header: ["NAME", "ROLE", "PRIORITY", "PID", "ALIVE", "LIFECYCLE", "PHASE", "MANAGER"],
+                header: [
+                    "NAME", "ROLE", "PRIORITY", "PID", "LIVENESS", "HEARTBEAT", "LIFECYCLE", "PHASE",
+                    "MANAGER",
+                ],
                 rows: rows)
             {
                 CLIOutput.line(line)
@@ -42,8 +53,26 @@ struct StatusCommand: ParsableCommand {
         for p in snapshot.participants {
             if let problem = p.problem { CLIOutput.line("problem: \(p.name): \(problem)") }
         }
+        if let term = snapshot.heartbeat.map({ Double($0.termMillis) / 1000 }) {
+            CLIOutput.line("lease term: \(term)s (the writer renews its heartbeat every quarter term)")
+        }
         let counts = snapshot.syncCounts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
         CLIOutput.line("syncs: \(counts.isEmpty ? "none" : counts.joined(separator: " "))")
+    }
+
+    static func seconds(_ millis: Double) -> String {
+        String(format: "%.1fs", millis / 1000)
+    }
+}
+
+extension ProcessState {
+    /// How `baton status` shows it.
+    var label: String {
+        switch self {
+        case .stopped: "stopped (frozen)"
+        case .hung: "hung (D state)"
+        default: rawValue
+        }
     }
 }
 
@@ -58,18 +87,25 @@ struct CoordinatorSnapshot {
 
     var writer: Writer?
     var participants: [ParticipantStatus]
+    /// The writer lock file's heartbeat record, and how old it was when read (ms).
+    var heartbeat: HeartbeatRecord?
+    var heartbeatAgeMillis: Double?
     var syncCounts: [String: Int]
     var syncStatuses: [String: String]
 
     static func read(_ path: String) throws -> CoordinatorSnapshot {
         let shared = try SharedDirectory(path: path, create: false)
         let participants = ParticipantStatus.readAll(in: shared)
+        let heartbeat = HeartbeatRecord.read(at: shared.writerLockPath)
+        let now = MonotonicClock.nanos()
+        let age = heartbeat.map { now >= $0.beat ? Double((now - $0.beat) / 100_000) / 10 : 0 }
         guard
             let store = try? SharedStore.open(
                 directory: shared, create: false, logger: .init(label: "baton.status"))
         else {
             return CoordinatorSnapshot(
-                writer: nil, participants: participants, syncCounts: [:], syncStatuses: [:])
+                writer: nil, participants: participants, heartbeat: heartbeat, heartbeatAgeMillis: age,
+                syncCounts: [:], syncStatuses: [:])
         }
         return try store.read { reader in
             // The open interval names the writer, if its process is still alive and does not
@@ -87,9 +123,24 @@ struct CoordinatorSnapshot {
             var statuses: [String: String] = [:]
             for row in try reader.syncStates() { if let name = row.name { statuses[name] = row.status } }
             return CoordinatorSnapshot(
-                writer: writer, participants: participants, syncCounts: try reader.syncStatusCounts(),
-                syncStatuses: statuses)
+                writer: writer, participants: participants, heartbeat: heartbeat, heartbeatAgeMillis: age,
+                syncCounts: try reader.syncStatusCounts(), syncStatuses: statuses)
         }
+    }
+
+    /// The heartbeat age of the process holding the writer lock file, when `pid` is that one.
+    func heartbeatAge(of pid: Int32) -> Double? {
+        guard let heartbeat, heartbeat.pid == pid else { return nil }
+        return heartbeatAgeMillis
+    }
+
+    /// Running, stopped (frozen), hung or dead, as the kernel says.
+    func liveness(of participant: ParticipantStatus) -> ProcessState {
+        participant.isAlive ? ProcessState.of(participant.pid) : .dead
+    }
+
+    func liveness(ofPid pid: Int32) -> ProcessState {
+        ProcessState.of(pid)
     }
 
     var jsonValue: JSONValue {
@@ -97,12 +148,19 @@ struct CoordinatorSnapshot {
         for p in participants {
             var object = p.json
             object["alive"] = .bool(p.isAlive)
+            object["liveness"] = .string(liveness(of: p).rawValue)
+            object["heartbeatAgeMs"] = heartbeatAge(of: p.pid).map(JSONValue.double) ?? .null
             participantsJSON.append(.object(object))
         }
         return [
             "writer": writer.map {
-                ["name": .string($0.name), "pid": .int(Int64($0.pid)), "epoch": .int($0.epoch)]
+                [
+                    "name": .string($0.name), "pid": .int(Int64($0.pid)), "epoch": .int($0.epoch),
+                    "liveness": .string(liveness(ofPid: $0.pid).rawValue),
+                    "heartbeatAgeMs": heartbeatAge(of: $0.pid).map(JSONValue.double) ?? .null,
+                ]
             } ?? .null,
+            "leaseTermMs": heartbeat.map { .int($0.termMillis) } ?? .null,
             "participants": .array(participantsJSON),
             "syncs": .object(syncCounts.mapValues { .int(Int64($0)) }),
         ]

@@ -1,0 +1,139 @@
+import BatonStore
+import Foundation
+import Synchronization
+
+/// What the lease holder writes into its lock file, renewed every quarter term: who holds it,
+/// under which epoch, when it last beat (`CLOCK_MONOTONIC`, shared by every process of the
+/// machine), and the term it promises to beat within.
+///
+/// Always ``length`` bytes, written with one `pwrite` over the last one, so a reader never
+/// finds the file empty or half written in practice; a record that does not parse is treated
+/// as unknown, never as proof of life or of death.
+public struct HeartbeatRecord: Sendable, Hashable {
+    public static let length = 80
+
+    public var pid: Int32
+    /// 0 between locking and recording the epoch.
+    public var epoch: Int64
+    /// `CLOCK_MONOTONIC` nanoseconds.
+    public var beat: UInt64
+    public var termMillis: Int64
+
+    public init(pid: Int32, epoch: Int64, beat: UInt64, termMillis: Int64) {
+        self.pid = pid
+        self.epoch = epoch
+        self.beat = beat
+        self.termMillis = termMillis
+    }
+
+    /// The fixed-length line: `baton-lease pid=… epoch=… beat=… term=…`, padded with spaces.
+    public var line: String {
+        let text = "baton-lease pid=\(pid) epoch=\(epoch) beat=\(beat) term=\(termMillis)"
+        return text.padding(toLength: Self.length - 1, withPad: " ", startingAt: 0) + "\n"
+    }
+
+    /// Parses ``line``; nil for anything else (an empty file, a pid written by an older Baton).
+    public init?(parsing text: String) {
+        let fields = text.split(whereSeparator: \.isWhitespace)
+        guard fields.count == 5, fields[0] == "baton-lease" else { return nil }
+        var values: [Substring: Substring] = [:]
+        for field in fields.dropFirst() {
+            let parts = field.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2 else { return nil }
+            values[parts[0]] = parts[1]
+        }
+        guard let pid = values["pid"].flatMap({ Int32($0) }),
+            let epoch = values["epoch"].flatMap({ Int64($0) }),
+            let beat = values["beat"].flatMap({ UInt64($0) }),
+            let term = values["term"].flatMap({ Int64($0) }),
+            pid > 0, term > 0
+        else { return nil }
+        self.init(pid: pid, epoch: epoch, beat: beat, termMillis: term)
+    }
+
+    /// The record in the lock file at `path`, nil when there is none or it does not parse.
+    public static func read(at path: String) -> HeartbeatRecord? {
+        FileLock.recorded(at: path).flatMap { HeartbeatRecord(parsing: $0) }
+    }
+}
+
+/// `CLOCK_MONOTONIC`: one clock for every process of the machine, never set back.
+public enum MonotonicClock {
+    public static func nanos() -> UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+    }
+}
+
+/// The holder's heartbeat: a thread of its own (never a task, which could starve behind a busy
+/// cooperative pool) that rewrites the lock file's ``HeartbeatRecord`` every quarter term, and
+/// checks on each beat that the lock file is still the one it holds. When it is not (a takeover
+/// replaced it, or somebody deleted it), it calls `onLost` once and stops.
+///
+/// A frozen process (SIGSTOP, the cgroup freezer) stops beating with all its threads: that is
+/// what lets a waiter take the lease over.
+final class LeaseHeartbeat: Sendable {
+    private struct State {
+        var epoch: Int64
+        var running = true
+    }
+
+    private let lock: FileLock
+    private let term: Duration
+    private let state: Mutex<State>
+    private let wake = DispatchSemaphore(value: 0)
+    private let onLost: @Sendable () -> Void
+
+    /// Writes the first beat now and starts the thread.
+    init(lock: FileLock, epoch: Int64, term: Duration, onLost: @escaping @Sendable () -> Void) {
+        self.lock = lock
+        self.term = term
+        self.state = Mutex(State(epoch: epoch))
+        self.onLost = onLost
+        beat()
+        let thread = Thread { [self] in run() }
+        thread.name = "baton.lease.heartbeat"
+        thread.start()
+    }
+
+    /// Records the epoch (once the store has it) and beats at once.
+    func setEpoch(_ epoch: Int64) {
+        state.withLock { $0.epoch = epoch }
+        beat()
+    }
+
+    /// Ends the thread; no beat is written after this returns... except one already under way.
+    func stop() {
+        let wasRunning = state.withLock { state -> Bool in
+            defer { state.running = false }
+            return state.running
+        }
+        if wasRunning { wake.signal() }
+    }
+
+    private var termMillis: Int64 {
+        term.components.seconds * 1000 + term.components.attoseconds / 1_000_000_000_000_000
+    }
+
+    private func beat() {
+        let epoch = state.withLock { $0.epoch }
+        let record = HeartbeatRecord(
+            pid: getpid(), epoch: epoch, beat: MonotonicClock.nanos(), termMillis: termMillis)
+        lock.overwrite(record.line)
+    }
+
+    private func run() {
+        let interval = max(1, termMillis / 4)
+        while true {
+            _ = wake.wait(timeout: .now() + .milliseconds(Int(interval)))
+            guard state.withLock({ $0.running }) else { return }
+            guard lock.isStillAtPath else {
+                state.withLock { $0.running = false }
+                onLost()
+                return
+            }
+            beat()
+        }
+    }
+}

@@ -1,0 +1,131 @@
+import BatonCoordinator
+import BatonJSON
+import Foundation
+import Testing
+
+extension HeavyEndToEnd {
+    /// A writer frozen with SIGSTOP (as Android's freezer or `docker pause` would) while a peer
+    /// waits: the peer takes the lease over after one term, finishes the sync, and the frozen
+    /// process, once thawed, commits nothing and comes back as a normal participant.
+    @Suite("Frozen writers as processes", .serialized, .timeLimit(.minutes(5)))
+    struct TakeoverProcessTests {
+        /// The lease history and the commit log, audited strictly: no commit ever carried a
+        /// fenced epoch after its takeover, and every commit came from the holder of its time.
+        func expectStrictAudit(_ f: CoordinatorFixture) async throws {
+            let check = try await BatonProcess.run(["lease", "check", "--strict", "--dir", f.dir])
+            #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
+        }
+
+        @Test(
+            "SIGSTOP of the writer mid-sync: the peer takes over within the term and finishes; the thawed writer is fenced"
+        )
+        func frozenWriter() async throws {
+            let f = try await CoordinatorFixture(records: 20_000)
+            // About 100 pages of 200, 50 ms each: the sync is well under way when the host freezes.
+            try await f.client.adminSetFaults(["latencyMs": 50])
+            let host = try f.start(
+                "host", role: "host", lifecycle: "foreground", batchSize: 200, extra: ["--lease-term", "1"])
+            #expect(try await f.wait(["--writer", "host"]))
+            try f.start(
+                "ext", role: "extension", lifecycle: "foreground", batchSize: 200,
+                extra: ["--lease-term", "1"])
+            try await f.waitForStatus("ext waiting") { $0.contains { $0.name == "ext" && $0.isWaiting } }
+            try await f.waitForLog("host", "a few committed pages") { log in
+                (log.last { $0["event"] == "sync" }?["progress"]?.intValue ?? 0) >= 10
+            }
+            host.send(SIGSTOP)
+            #expect(try await f.wait(["--writer", "ext"], timeout: 30))
+            let takeover = try #require(f.log("ext").first { $0["event"] == "lease.takeover" })
+            #expect(takeover["holder"] == "host")
+            #expect(takeover["holderState"] == "stopped")
+            // The frozen host shows as stopped in `baton status`.
+            let status = try await BatonProcess.run(["status", "--dir", f.dir, "--json"])
+            let hostStatus = try JSONValue(parsing: status.stdout).value(atPath: "participants")?.arrayValue?
+                .first { $0.value(atPath: "name") == "host" }
+            #expect(hostStatus?.value(atPath: "liveness") == "stopped")
+            #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
+            let extLog = f.log("ext")
+            #expect(extLog.contains { $0["event"] == "syncs.recovered" })
+
+            host.send(SIGCONT)
+            try await f.waitForLog("host", "the fenced release") { log in
+                log.contains { $0["event"] == "lease.released" && $0["reason"] == "fenced" }
+            }
+            // It comes back as a normal participant: foreground, waiting for the lease.
+            try await f.waitForStatus("host waiting again") { statuses in
+                statuses.contains { $0.name == "host" && $0.isWaiting }
+            }
+            let hostLog = f.log("host")
+            let lost = try #require(hostLog.firstIndex { $0["event"] == "lease.lost" })
+            // After the loss, its syncs end stopped (resumable) and it records no release.
+            #expect(!hostLog[lost...].contains { $0["event"] == "sync" && $0["status"] == "failed" })
+            #expect(hostLog[lost...].contains { $0["event"] == "lease.released" && $0["reason"] == "fenced" })
+
+            let info = try await f.storeInfo()
+            #expect(info.value(atPath: "integrity") == "ok")
+            #expect(info.value(atPath: "soups")?.arrayValue?.first?.value(atPath: "count") == 20_000)
+            try await f.finish()
+            try await expectStrictAudit(f)
+            let history = try await BatonProcess.run(["lease", "history", "--dir", f.dir, "--json"])
+            let intervals = try JSONValue(parsing: history.stdout).arrayValue ?? []
+            #expect(
+                intervals.contains {
+                    $0.value(atPath: "name") == "host" && $0.value(atPath: "releaseKind") == "taken-over"
+                })
+        }
+
+        @Test(
+            "a writer frozen inside a write transaction is named with its remedy; the takeover completes after SIGCONT"
+        )
+        func frozenInsideTransaction() async throws {
+            let f = try await CoordinatorFixture(records: 20_000)
+            // About 100 pages of 200, 50 ms each: the sync is well under way when the host freezes.
+            try await f.client.adminSetFaults(["latencyMs": 50])
+            let faultFile = f.temp.path + "/fault"
+            let host = try f.start(
+                "host", role: "host", lifecycle: "foreground", batchSize: 200,
+                extra: ["--lease-term", "1", "--storage-fault-file", faultFile])
+            #expect(try await f.wait(["--writer", "host"]))
+            try f.start(
+                "ext", role: "extension", lifecycle: "foreground", batchSize: 200,
+                extra: ["--lease-term", "1"])
+            try await f.waitForStatus("ext waiting") { $0.contains { $0.name == "ext" && $0.isWaiting } }
+            try await f.waitForLog("host", "a committed page") { log in
+                (log.last { $0["event"] == "sync" }?["progress"]?.intValue ?? 0) >= 5
+            }
+            // The host stops itself inside its next page's transaction.
+            try Data("stop-in-transaction\n".utf8).write(
+                to: URL(fileURLWithPath: faultFile), options: .atomic)
+            try await f.waitForLog("ext", "the named diagnosis") { log in
+                log.contains { $0["event"] == "lease.blocked" }
+            }
+            let blocked = try #require(f.log("ext").first { $0["event"] == "lease.blocked" })
+            let problem = blocked["problem"]?.stringValue ?? ""
+            #expect(problem.contains("host (pid \(host.pid)) is stopped inside a write transaction"))
+            #expect(problem.contains("kill"))
+            let status = try await BatonProcess.run(["status", "--dir", f.dir])
+            #expect(status.stdout.contains("stopped inside a write transaction"), "\(status.stdout)")
+            // Nobody could write meanwhile: the host still holds the lease in the store.
+            #expect(!f.log("ext").contains { $0["event"] == "lease.acquired" })
+
+            host.send(SIGCONT)
+            // The takeover completes once the host's transaction commits; the host, fenced,
+            // waits again, and (having the higher priority) gets the lease back from ext.
+            try await f.waitForLog("ext", "the takeover") { log in
+                log.contains { $0["event"] == "lease.takeover" }
+            }
+            try await f.waitForLog("host", "the fenced release") { log in
+                log.contains { $0["event"] == "lease.released" && $0["reason"] == "fenced" }
+            }
+            let hostLog = f.log("host")
+            let lost = try #require(hostLog.firstIndex { $0["event"] == "lease.lost" })
+            #expect(!hostLog.contains { $0["event"] == "sync" && $0["status"] == "failed" })
+            #expect(hostLog[lost...].contains { $0["event"] == "lease.released" && $0["reason"] == "fenced" })
+            #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
+            let info = try await f.storeInfo()
+            #expect(info.value(atPath: "soups")?.arrayValue?.first?.value(atPath: "count") == 20_000)
+            try await f.finish()
+            try await expectStrictAudit(f)
+        }
+    }
+}
