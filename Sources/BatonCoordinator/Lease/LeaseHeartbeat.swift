@@ -10,7 +10,7 @@ import Synchronization
 /// finds the file empty or half written in practice; a record that does not parse is treated
 /// as unknown, never as proof of life or of death.
 public struct HeartbeatRecord: Sendable, Hashable {
-    public static let length = 80
+    public static let length = 128
 
     public var pid: Int32
     /// 0 between locking and recording the epoch.
@@ -18,24 +18,30 @@ public struct HeartbeatRecord: Sendable, Hashable {
     /// `CLOCK_MONOTONIC` nanoseconds.
     public var beat: UInt64
     public var termMillis: Int64
+    /// The epoch this holder took over from a silent holder (0 when it took a free lock): the
+    /// old holder, woken, tells a takeover from a deleted lock file by it.
+    public var takenOver: Int64
 
-    public init(pid: Int32, epoch: Int64, beat: UInt64, termMillis: Int64) {
+    public init(pid: Int32, epoch: Int64, beat: UInt64, termMillis: Int64, takenOver: Int64 = 0) {
         self.pid = pid
         self.epoch = epoch
         self.beat = beat
         self.termMillis = termMillis
+        self.takenOver = takenOver
     }
 
-    /// The fixed-length line: `baton-lease pid=… epoch=… beat=… term=…`, padded with spaces.
+    /// The fixed-length line: `baton-lease pid=… epoch=… beat=… term=… from=…`, padded with
+    /// spaces.
     public var line: String {
-        let text = "baton-lease pid=\(pid) epoch=\(epoch) beat=\(beat) term=\(termMillis)"
+        let text =
+            "baton-lease pid=\(pid) epoch=\(epoch) beat=\(beat) term=\(termMillis) from=\(takenOver)"
         return text.padding(toLength: Self.length - 1, withPad: " ", startingAt: 0) + "\n"
     }
 
     /// Parses ``line``; nil for anything else (an empty file, a pid written by an older Baton).
     public init?(parsing text: String) {
         let fields = text.split(whereSeparator: \.isWhitespace)
-        guard fields.count == 5, fields[0] == "baton-lease" else { return nil }
+        guard fields.count == 6, fields[0] == "baton-lease" else { return nil }
         var values: [Substring: Substring] = [:]
         for field in fields.dropFirst() {
             let parts = field.split(separator: "=", maxSplits: 1)
@@ -84,11 +90,18 @@ final class LeaseHeartbeat: Sendable {
     private let state: Mutex<State>
     private let wake = DispatchSemaphore(value: 0)
     private let onLost: @Sendable () -> Void
+    private let takenOver: Int64
 
     /// Writes the first beat now and starts the thread.
-    init(lock: FileLock, epoch: Int64, term: Duration, onLost: @escaping @Sendable () -> Void) {
+    ///
+    /// - Parameter takenOver: the epoch this holding takes over, when it does.
+    init(
+        lock: FileLock, epoch: Int64, term: Duration, takenOver: Int64 = 0,
+        onLost: @escaping @Sendable () -> Void
+    ) {
         self.lock = lock
         self.term = term
+        self.takenOver = takenOver
         self.state = Mutex(State(epoch: epoch))
         self.onLost = onLost
         beat()
@@ -119,7 +132,8 @@ final class LeaseHeartbeat: Sendable {
     private func beat() {
         let epoch = state.withLock { $0.epoch }
         let record = HeartbeatRecord(
-            pid: getpid(), epoch: epoch, beat: MonotonicClock.nanos(), termMillis: termMillis)
+            pid: getpid(), epoch: epoch, beat: MonotonicClock.nanos(), termMillis: termMillis,
+            takenOver: takenOver)
         lock.overwrite(record.line)
     }
 

@@ -274,9 +274,10 @@ public final class WriterLease: Sendable {
             discard()
             return .moved
         }
-        // The fresh file names the epoch it is about to take, so the old holder, woken by the
-        // rename before the commit, already sees it was taken over.
-        let heartbeat = LeaseHeartbeat(lock: fresh, epoch: storeEpoch + 1, term: term, onLost: onLost)
+        // The fresh file names the epoch it takes over, so the old holder, woken by the rename
+        // (which comes before the commit), tells it from a deleted lock file.
+        let heartbeat = LeaseHeartbeat(
+            lock: fresh, epoch: 0, term: term, takenOver: storeEpoch, onLost: onLost)
         do {
             let taken = try store.takeOverLease(
                 from: storeEpoch, requireOpen: requireOpen, name: name, pid: getpid(),

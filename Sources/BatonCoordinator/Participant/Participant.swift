@@ -667,11 +667,10 @@ public actor Participant {
         guard let held, machine.phase == .writer || machine.phase == .releasing, !lease.holdsLockFile else {
             return false
         }
-        // Taken over: the epoch moved on, or the file now in place names a later epoch (a
-        // taker renames its file in before its transaction commits).
+        // Taken over: the file now in place says it took this epoch over (a taker renames its
+        // file in before its transaction commits, so the store may not say so yet).
         let storeEpoch = try? await store.read { try $0.leaseEpoch() }
-        let successor = HeartbeatRecord.read(at: directory.writerLockPath)?.epoch ?? 0
-        let takenOver = (storeEpoch.map { $0 != held.epoch } ?? false) || successor > held.epoch
+        let takenOver = HeartbeatRecord.read(at: directory.writerLockPath)?.takenOver == held.epoch
         if takenOver {
             logger.error(
                 "the writer lease was taken over while this process was not renewing it; stepping down")

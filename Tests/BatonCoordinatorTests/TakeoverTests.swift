@@ -1,0 +1,314 @@
+import BatonCoordinator
+import BatonStore
+import BatonTestSupport
+import Foundation
+import Logging
+import Testing
+
+@Suite("Lease takeover rules (no I/O)")
+struct TakeoverWatchTests {
+    static let ms: UInt64 = 1_000_000
+    let generation = FileIdentity(device: 1, inode: 10)
+
+    func observation(
+        beat: UInt64?, at now: UInt64, state: ProcessState = .running, generation: FileIdentity? = nil,
+        term: Int64 = 2000
+    ) -> TakeoverWatch.Observation {
+        let record = beat.map { HeartbeatRecord(pid: 42, epoch: 7, beat: $0, termMillis: term) }
+        return TakeoverWatch.Observation(
+            generation: generation ?? self.generation, record: record, content: record?.line ?? "",
+            holderState: state, now: now)
+    }
+
+    @Test("a holder that keeps beating is never taken over, however long it holds the lease")
+    func liveHolder() {
+        var watch = TakeoverWatch(defaultTerm: .seconds(2))
+        var now: UInt64 = 1_000 * Self.ms
+        for _ in 0..<400 {
+            // A beat every quarter term; the waiter looks in between.
+            let decision = watch.observe(observation(beat: now - 100 * Self.ms, at: now))
+            guard case .wait = decision else {
+                Issue.record("a live holder was taken over: \(decision)")
+                return
+            }
+            now += 500 * Self.ms
+        }
+    }
+
+    @Test("no new beat for a full term: take over, not a moment before")
+    func silentHolder() {
+        var watch = TakeoverWatch(defaultTerm: .seconds(2))
+        let beat: UInt64 = 10_000 * Self.ms
+        #expect(
+            watch.observe(observation(beat: beat, at: beat + 10 * Self.ms))
+                == .wait(until: beat + 510 * Self.ms))
+        #expect(
+            watch.observe(observation(beat: beat, at: beat + 1_999 * Self.ms))
+                == .wait(until: beat + 2_000 * Self.ms))
+        #expect(
+            watch.observe(observation(beat: beat, at: beat + 2_000 * Self.ms))
+                == .takeOver(silentNanos: 2_000 * Self.ms))
+    }
+
+    @Test("the holder's own term counts, not the waiter's")
+    func holdersTerm() {
+        var watch = TakeoverWatch(defaultTerm: .seconds(2))
+        let beat: UInt64 = 10_000 * Self.ms
+        #expect(
+            watch.observe(observation(beat: beat, at: beat + 100 * Self.ms, term: 500))
+                == .wait(until: beat + 225 * Self.ms))
+        #expect(
+            watch.observe(observation(beat: beat, at: beat + 500 * Self.ms, term: 500))
+                == .takeOver(silentNanos: 500 * Self.ms))
+    }
+
+    @Test("seen stopped by the kernel for a quarter term shortens the wait; running again does not")
+    func stoppedShortens() {
+        var watch = TakeoverWatch(defaultTerm: .seconds(2))
+        let beat: UInt64 = 10_000 * Self.ms
+        #expect(
+            watch.observe(observation(beat: beat, at: beat + 100 * Self.ms, state: .stopped))
+                == .wait(until: beat + 600 * Self.ms))
+        #expect(
+            watch.observe(observation(beat: beat, at: beat + 600 * Self.ms, state: .stopped))
+                == .takeOver(silentNanos: 600 * Self.ms))
+        // Continued (SIGCONT) but silent: back to the full term.
+        var other = TakeoverWatch(defaultTerm: .seconds(2))
+        _ = other.observe(observation(beat: beat, at: beat + 100 * Self.ms, state: .stopped))
+        #expect(
+            other.observe(observation(beat: beat, at: beat + 600 * Self.ms, state: .running))
+                == .wait(until: beat + 1_100 * Self.ms))
+    }
+
+    @Test("a new lock generation, or any change of the record, starts the count again")
+    func newGeneration() {
+        var watch = TakeoverWatch(defaultTerm: .seconds(2))
+        let start: UInt64 = 10_000 * Self.ms
+        _ = watch.observe(observation(beat: nil, at: start))
+        // Unparseable content that never changes still counts as silence.
+        #expect(
+            watch.observe(observation(beat: nil, at: start + 2_000 * Self.ms))
+                == .takeOver(silentNanos: 2_000 * Self.ms))
+        let later = start + 2_100 * Self.ms
+        let fresh = FileIdentity(device: 1, inode: 11)
+        #expect(
+            watch.observe(observation(beat: nil, at: later, generation: fresh))
+                == .wait(until: later + 500 * Self.ms))
+    }
+
+    @Test("a beat dated in the future or long ago dates nothing; a missing lock file waits")
+    func oddBeats() {
+        var watch = TakeoverWatch(defaultTerm: .seconds(2))
+        let now: UInt64 = 10_000 * Self.ms
+        #expect(
+            watch.observe(observation(beat: now + 5_000 * Self.ms, at: now))
+                == .wait(until: now + 500 * Self.ms))
+        var old = TakeoverWatch(defaultTerm: .seconds(2))
+        #expect(old.observe(observation(beat: 1, at: now)) == .wait(until: now + 500 * Self.ms))
+        var missing = TakeoverWatch(defaultTerm: .seconds(2))
+        let none = TakeoverWatch.Observation(
+            generation: nil, record: nil, content: "", holderState: .unknown, now: now)
+        #expect(missing.observe(none) == .wait(until: now + 500 * Self.ms))
+    }
+
+    @Test("/proc/PID/stat states, with parentheses and spaces in the command")
+    func processStates() {
+        #expect(ProcessState.parse(stat: "123 (baton) T 1 123 123 0 -1") == .stopped)
+        #expect(ProcessState.parse(stat: "123 (a) b (c)) t 1") == .stopped)
+        #expect(ProcessState.parse(stat: "123 (baton) S 1") == .running)
+        #expect(ProcessState.parse(stat: "123 (baton) R 1") == .running)
+        #expect(ProcessState.parse(stat: "123 (baton) D 1") == .hung)
+        #expect(ProcessState.parse(stat: "123 (baton) Z 1") == .dead)
+        #expect(ProcessState.parse(stat: "garbage") == .unknown)
+        #expect(ProcessState.of(getpid()) == .running)
+        #expect(ProcessState.of(Int32.max) == .dead)
+    }
+
+    @Test("heartbeat records round-trip at a fixed length; anything else does not parse")
+    func records() {
+        let record = HeartbeatRecord(pid: 123, epoch: 45, beat: 6_789_000_000, termMillis: 2000)
+        #expect(record.line.utf8.count == HeartbeatRecord.length)
+        #expect(HeartbeatRecord(parsing: record.line) == record)
+        #expect(HeartbeatRecord(parsing: "123\n") == nil)
+        #expect(HeartbeatRecord(parsing: "") == nil)
+        #expect(HeartbeatRecord(parsing: "baton-lease pid=0 epoch=1 beat=2 term=3") == nil)
+        #expect(HeartbeatRecord(parsing: "baton-lease pid=1 epoch=x beat=2 term=3") == nil)
+    }
+}
+
+@Suite("Hand-over state machine: lost leases (no I/O)")
+struct LostLeaseMachineTests {
+    func writer() -> HandOverStateMachine {
+        var machine = HandOverStateMachine()
+        _ = machine.lifecycle(.foreground)
+        _ = machine.leaseAcquired()
+        return machine
+    }
+
+    @Test("taken over: fenced, stops without writing, then waits again while foreground")
+    func fencedWakeUp() {
+        var machine = writer()
+        #expect(machine.leaseLost(takenOver: true) == [.publish, .stopAndRelease(.fenced)])
+        #expect(machine.phase == .fenced)
+        // Lifecycle and priority changes while fenced change nothing but what is desired.
+        #expect(machine.higherPriorityWaiting() == [])
+        #expect(machine.lifecycle(.foreground) == [])
+        #expect(machine.released() == [.publish, .startAcquiring])
+        #expect(machine.phase == .waitingForLease)
+        #expect(machine.leaseAcquired() == [.becomeWriter, .publish])
+    }
+
+    @Test("taken over, then sent to the background meanwhile: background once stopped")
+    func fencedThenBackground() {
+        var machine = writer()
+        _ = machine.leaseLost(takenOver: true)
+        #expect(machine.lifecycle(.background) == [])
+        #expect(machine.released() == [.publish])
+        #expect(machine.phase == .background)
+    }
+
+    @Test("the lock file deleted: steps down as lock-lost")
+    func lockLost() {
+        var machine = writer()
+        #expect(machine.leaseLost(takenOver: false) == [.publish, .stopAndRelease(.lockLost)])
+        #expect(machine.phase == .releasing)
+    }
+
+    @Test("taken over while already releasing (thawed mid-stop): the stop goes on, fenced")
+    func lostWhileReleasing() {
+        var machine = writer()
+        _ = machine.lifecycle(.background)
+        #expect(machine.leaseLost(takenOver: true) == [.publish])
+        #expect(machine.phase == .fenced)
+        #expect(machine.released() == [.publish])
+        #expect(machine.phase == .background)
+    }
+
+    @Test("shutdown while fenced exits once the stop is done; a loss when not writing is ignored")
+    func shutdownWhileFenced() {
+        var machine = writer()
+        _ = machine.leaseLost(takenOver: true)
+        #expect(machine.shutdown() == [])
+        #expect(machine.released() == [.publish, .exit])
+        var waiting = HandOverStateMachine()
+        _ = waiting.lifecycle(.foreground)
+        #expect(waiting.leaseLost(takenOver: true) == [])
+        #expect(waiting.phase == .waitingForLease)
+    }
+}
+
+@Suite("Lease takeover in the store and the lock file", .timeLimit(.minutes(1)))
+struct LeaseTakeoverTests {
+    let temp: TemporaryDirectory
+    let shared: SharedDirectory
+    let store: SharedStore
+
+    init() throws {
+        temp = try TemporaryDirectory()
+        shared = try SharedDirectory(path: temp.path + "/d")
+        var quiet = Logger(label: "test")
+        quiet.logLevel = .critical
+        store = try SharedStore.open(directory: shared, logger: quiet)
+    }
+
+    /// A holder that locked the lease file, recorded its epoch, beat once at `beatAge` ago and
+    /// then went silent, as a frozen process would.
+    func frozenHolder(beatAge: Duration = .seconds(10)) throws -> (lock: FileLock, epoch: Int64) {
+        let lock = try FileLock(path: shared.writerLockPath)
+        #expect(try lock.tryLock())
+        let (epoch, _) = try store.beginLeaseEpoch(name: "frozen", pid: getpid())
+        let age = UInt64(beatAge.components.seconds) * 1_000_000_000
+        let record = HeartbeatRecord(
+            pid: getpid(), epoch: epoch, beat: MonotonicClock.nanos() - age, termMillis: 200)
+        lock.overwrite(record.line)
+        return (lock, epoch)
+    }
+
+    @Test("a silent holder is taken over: next epoch, old interval taken-over, its fenced writes fail")
+    func takeover() async throws {
+        let (old, epoch) = try frozenHolder()
+        let taker = try WriterLease(directory: shared, store: store, name: "taker", term: .milliseconds(200))
+        let held = try await taker.acquire(deadline: .now + .seconds(20))
+        #expect(held.epoch == epoch + 1)
+        #expect(held.takeover?.epoch == epoch)
+        #expect(held.takeover?.name == "frozen")
+        #expect(!old.isStillAtPath)
+        #expect(taker.holdsLockFile)
+        let history = try await store.read { try $0.leaseHistory() }
+        #expect(history.map(\.releaseKind) == ["taken-over", nil])
+        #expect(throws: StoreError.self) {
+            try store.write(fencedBy: epoch) { try $0.registerSoup("late", indexSpecs: []) }
+        }
+        // The taker's heartbeat is in the lock file, naming its epoch.
+        #expect(HeartbeatRecord.read(at: shared.writerLockPath)?.epoch == held.epoch)
+        taker.release(held)
+        old.unlock()
+        let after = try await store.read { try $0.leaseHistory() }
+        #expect(LeaseAudit.check(after).isEmpty)
+    }
+
+    @Test("two takers of one silent holder: exactly one wins, the other waits on the new lock")
+    func twoTakers() async throws {
+        let (old, epoch) = try frozenHolder()
+        let first = try WriterLease(directory: shared, store: store, name: "one", term: .milliseconds(200))
+        let second = try WriterLease(directory: shared, store: store, name: "two", term: .milliseconds(200))
+        async let a = try? first.acquire(deadline: .now + .seconds(3))
+        async let b = try? second.acquire(deadline: .now + .seconds(3))
+        let winners = await [a, b].compactMap { $0 }
+        // The winner keeps beating, so the loser is never allowed to take it over in turn.
+        #expect(winners.count == 1)
+        #expect(winners.first?.epoch == epoch + 1)
+        let history = try await store.read { try $0.leaseHistory() }
+        #expect(history.count == 2)
+        for lease in [first, second] { if let held = lease.current { lease.release(held) } }
+        old.unlock()
+    }
+
+    @Test("a holder that keeps beating is not taken over; its release wakes the waiter in the kernel")
+    func liveHolderIsNotTakenOver() async throws {
+        let holder = try WriterLease(directory: shared, store: store, name: "live", term: .milliseconds(200))
+        let held = try await holder.acquire()
+        let waiter = try WriterLease(
+            directory: shared, store: store, name: "waiter", term: .milliseconds(200))
+        await #expect(throws: CoordinatorError.self) {
+            // Ten terms: a takeover would have happened long before.
+            _ = try await waiter.acquire(deadline: .now + .seconds(2))
+        }
+        let waiting = Task { try await waiter.acquire(deadline: .now + .seconds(20)) }
+        holder.release(held)
+        let next = try await waiting.value
+        #expect(next.takeover == nil)
+        #expect(next.epoch == held.epoch + 1)
+        waiter.release(next)
+        let history = try await store.read { try $0.leaseHistory() }
+        #expect(history.map(\.releaseKind) == ["released", "released"])
+    }
+
+    @Test("a takeover that finds the epoch moved, or the interval closed, takes nothing")
+    func movedLease() throws {
+        let (old, epoch) = try frozenHolder()
+        let wrongEpoch = try store.takeOverLease(
+            from: epoch + 5, requireOpen: true, name: "x", pid: 1, deadline: .now + .seconds(1)
+        ) { Issue.record("installed a lock file for a lease that moved") }
+        #expect(wrongEpoch == nil)
+        try store.endLeaseEpoch(epoch)
+        let closed = try store.takeOverLease(
+            from: epoch, requireOpen: true, name: "x", pid: 1, deadline: .now + .seconds(1)
+        ) { Issue.record("took over a lease released meanwhile") }
+        #expect(closed == nil)
+        #expect(try store.read { try $0.leaseEpoch() } == epoch)
+        old.unlock()
+    }
+
+    @Test("a holder's epoch is not recorded once a takeover replaced its lock file")
+    func beginAfterTakeover() throws {
+        let lock = try FileLock(path: shared.writerLockPath)
+        #expect(try lock.tryLock())
+        try FileManager.default.removeItem(atPath: shared.writerLockPath)
+        #expect(throws: StoreError.self) {
+            _ = try store.beginLeaseEpoch(name: "late", pid: getpid()) { lock.isStillAtPath }
+        }
+        #expect(try store.read { try $0.leaseEpoch() } == 0)
+        lock.unlock()
+    }
+}
