@@ -129,6 +129,12 @@ struct TakeoverWatchTests {
         let record = HeartbeatRecord(pid: 123, epoch: 45, beat: 6_789_000_000, termMillis: 2000)
         #expect(record.line.utf8.count == HeartbeatRecord.length)
         #expect(HeartbeatRecord(parsing: record.line) == record)
+        let taker = HeartbeatRecord(pid: 9, epoch: 12, beat: 1, termMillis: 500, takenOver: 11)
+        #expect(HeartbeatRecord(parsing: taker.line)?.takenOver == 11)
+        let widest = HeartbeatRecord(
+            pid: .max, epoch: .max, beat: .max, termMillis: 3_600_000, takenOver: .max)
+        #expect(widest.line.utf8.count == HeartbeatRecord.length)
+        #expect(HeartbeatRecord(parsing: widest.line) == widest)
         #expect(HeartbeatRecord(parsing: "123\n") == nil)
         #expect(HeartbeatRecord(parsing: "") == nil)
         #expect(HeartbeatRecord(parsing: "baton-lease pid=0 epoch=1 beat=2 term=3") == nil)
@@ -240,7 +246,9 @@ struct LeaseTakeoverTests {
             try store.write(fencedBy: epoch) { try $0.registerSoup("late", indexSpecs: []) }
         }
         // The taker's heartbeat is in the lock file, naming its epoch.
-        #expect(HeartbeatRecord.read(at: shared.writerLockPath)?.epoch == held.epoch)
+        let record = HeartbeatRecord.read(at: shared.writerLockPath)
+        #expect(record?.epoch == held.epoch)
+        #expect(record?.takenOver == epoch)
         taker.release(held)
         old.unlock()
         let after = try await store.read { try $0.leaseHistory() }

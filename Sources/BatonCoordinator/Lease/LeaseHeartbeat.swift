@@ -52,9 +52,10 @@ public struct HeartbeatRecord: Sendable, Hashable {
             let epoch = values["epoch"].flatMap({ Int64($0) }),
             let beat = values["beat"].flatMap({ UInt64($0) }),
             let term = values["term"].flatMap({ Int64($0) }),
+            let from = values["from"].flatMap({ Int64($0) }),
             pid > 0, term > 0
         else { return nil }
-        self.init(pid: pid, epoch: epoch, beat: beat, termMillis: term)
+        self.init(pid: pid, epoch: epoch, beat: beat, termMillis: term, takenOver: from)
     }
 
     /// The record in the lock file at `path`, nil when there is none or it does not parse.

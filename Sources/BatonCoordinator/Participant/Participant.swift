@@ -670,7 +670,8 @@ public actor Participant {
         // Taken over: the file now in place says it took this epoch over (a taker renames its
         // file in before its transaction commits, so the store may not say so yet).
         let storeEpoch = try? await store.read { try $0.leaseEpoch() }
-        let takenOver = HeartbeatRecord.read(at: directory.writerLockPath)?.takenOver == held.epoch
+        let successor = HeartbeatRecord.read(at: directory.writerLockPath)
+        let takenOver = successor?.takenOver == held.epoch
         if takenOver {
             logger.error(
                 "the writer lease was taken over while this process was not renewing it; stepping down")
@@ -679,7 +680,15 @@ public actor Participant {
                 ["epoch": .int(held.epoch), "currentEpoch": storeEpoch.map(JSONValue.int) ?? .null])
         } else {
             logger.error("the writer lock file was deleted or replaced; stepping down")
-            log.log("lease.lockLost", ["path": .string(directory.writerLockPath)])
+            log.log(
+                "lease.lockLost",
+                [
+                    "path": .string(directory.writerLockPath),
+                    "successor": successor.map {
+                        .string($0.line.trimmingCharacters(in: .whitespacesAndNewlines))
+                    }
+                        ?? .null,
+                ])
         }
         return (try? await carryOut(machine.leaseLost(takenOver: takenOver))) ?? false
     }

@@ -96,6 +96,10 @@ struct ChaosCommand: AsyncParsableCommand {
                     })),
             "handOvers": .int(Int64(run.handOvers)), "kills": .int(Int64(run.kills)),
             "interruptedStops": .int(Int64(run.interruptedStops)),
+            "takeovers": .int(Int64(run.takeovers)), "falseTakeovers": .int(Int64(run.falseTakeovers)),
+            "takeoverMaxMs": run.takeoverMillis.max().map { .double(($0 * 10).rounded() / 10) } ?? .null,
+            "frozenInTransactionNamed": .int(Int64(run.blockedDiagnoses)),
+            "thawed": .int(Int64(run.thawed)), "missedFreezes": .int(Int64(run.missedFreezes)),
             "localEdits": .int(Int64(run.editCount)), "localCreates": .int(Int64(run.createCount)),
             "violations": .array(
                 violations.map { violation in
@@ -115,6 +119,10 @@ struct ChaosCommand: AsyncParsableCommand {
             CLIOutput.line("faults: " + counts.joined(separator: ", "))
             CLIOutput.line(
                 "\(run.handOvers) hand-overs, \(run.kills) writers killed, \(run.interruptedStops) stops past their deadline, \(run.editCount) local edits and \(run.createCount) local creates"
+            )
+            let slowest = run.takeoverMillis.max().map { String(format: "%.0f ms", $0) } ?? "-"
+            CLIOutput.line(
+                "\(run.takeovers) takeovers (\(run.falseTakeovers) of a holder that was not frozen; slowest freeze-writer takeover \(slowest)), \(run.blockedDiagnoses) writers named frozen inside a transaction, \(run.thawed) thawed writers stepped down"
             )
             if passed {
                 CLIOutput.line(

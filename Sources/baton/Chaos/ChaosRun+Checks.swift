@@ -9,6 +9,7 @@ extension ChaosRun {
     /// sound, every commit came from the holder of its epoch, and the file is intact.
     func check(round: Int) throws {
         try checkNoCrash(round: round)
+        try checkTakeovers(round: round)
         guard let store else { return }
         let (history, commits, integrity) = try store.read {
             (try $0.leaseHistory(), try $0.commitLog(), try $0.integrityCheck())
@@ -45,6 +46,7 @@ extension ChaosRun {
     /// Settles for good: faults off, the host alone in the foreground, twice (the second sync
     /// down brings back what the first sync up changed on the server).
     func finalSettle(round: Int) async throws {
+        try await thawIfDue(round: round, force: true)
         try await recover()
         for pass in 1...2 {
             try arrange(foreground: [])

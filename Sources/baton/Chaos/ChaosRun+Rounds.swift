@@ -46,6 +46,13 @@ extension ChaosRun {
             try await client.adminSetFaults(["latencyMs": 5])
             try await stopDeadlineInterrupt(round: round)
             return
+        case .freezeWriter, .freezeWriterInTransaction:
+            // A sync long enough to freeze in the middle of.
+            try await client.adminSetFaults(["latencyMs": 40])
+            let most = max(1, min(600, options.records))
+            try await client.adminTouch(
+                type: "Account", count: random.int(min(200, most)...most),
+                fields: ["Rating__c": .string("frozen\(round)")])
         case .diskFull:
             try await client.adminSetFaults(["latencyMs": 20])
             // Full before the hand-over: the new writer's lease record, its recovery and its
@@ -82,7 +89,7 @@ extension ChaosRun {
         case .stopAndContinue:
             let victim = try await untilSyncRuns(round: round, after: marks, progressed: false)
             kill(victim.pid, SIGSTOP)
-            if random.chance(0.5), let other = members.filter({ $0 !== victim }).randomElement(using: &random)
+            if random.chance(0.5), let other = active.filter({ $0 !== victim }).randomElement(using: &random)
             {
                 // Ask for a hand-over the stopped writer can only act on once it runs again.
                 try arrange(foreground: [other])
@@ -108,6 +115,12 @@ extension ChaosRun {
             try await junkBurst()
         case .stopDeadlineInterrupt:
             break
+        case .freezeWriter:
+            let victim = try await untilSyncRuns(round: round, after: marks, progressed: true)
+            try await freezeWriter(victim, round: round)
+        case .freezeWriterInTransaction:
+            let victim = try await untilSyncRuns(round: round, after: marks, progressed: true)
+            try await freezeInTransaction(victim, round: round)
         case .diskFull:
             // The outage lasts until a write has failed on it (or a while, if none was due).
             let members = self.members
@@ -145,7 +158,7 @@ extension ChaosRun {
     /// not. The member is restarted with the usual deadline once it has let go.
     func stopDeadlineInterrupt(round: Int) async throws {
         let previous = currentWriter ?? expectedWriter
-        let victim = members.filter { $0 !== previous }.randomElement(using: &random)!
+        let victim = active.filter { $0 !== previous }.randomElement(using: &random)!
         try restartGracefully(victim, stopDeadline: "0.001")
         let most = max(1, min(600, options.records))
         try await client.adminTouch(
@@ -163,7 +176,7 @@ extension ChaosRun {
         // The next page's fetch is sent as the save before it begins (and waits for the lock).
         let requests = server.requestCount
         _ = await finishes(within: .seconds(10)) { await server.waitForRequests(requests + 1) }
-        let next = members.filter { $0 !== victim }.randomElement(using: &random)!
+        let next = active.filter { $0 !== victim }.randomElement(using: &random)!
         try arrange(foreground: [next])
         handOvers += 1
         try await until(round: round, "\(victim.name)'s stop deadline to pass") {
@@ -199,9 +212,9 @@ extension ChaosRun {
     /// waits behind it, and signals them.
     func handOver() throws {
         let previous = currentWriter ?? expectedWriter
-        let next = members.filter { $0 !== previous }.randomElement(using: &random)!
+        let next = active.filter { $0 !== previous }.randomElement(using: &random)!
         var foreground = [next]
-        let lower = members.filter { $0.priority < next.priority }
+        let lower = active.filter { $0.priority < next.priority }
         if random.chance(0.5), let waiting = lower.randomElement(using: &random) {
             foreground.append(waiting)
         }
@@ -245,7 +258,7 @@ extension ChaosRun {
     /// Everything back to normal: faults off, nobody stopped, the server up.
     func recover() async throws {
         try? FileManager.default.removeItem(atPath: diskFullPath)
-        for member in members where member.process?.isRunning == true { kill(member.pid, SIGCONT) }
+        for member in active where member.process?.isRunning == true { kill(member.pid, SIGCONT) }
         if server == nil { try await startServer() }
         try await client.adminClearFaults()
         try await client.adminSetFaults(["latencyMs": 5])

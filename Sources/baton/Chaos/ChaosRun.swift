@@ -61,6 +61,15 @@ final class ChaosRun: @unchecked Sendable {
     var kills = 0
     /// `stop-deadline-interrupt` rounds whose stop did pass its deadline (the save abandoned).
     var interruptedStops = 0
+    /// A writer frozen by a `freeze-writer` round, until it is thawed.
+    var frozen: Frozen?
+    var takeovers = 0
+    var falseTakeovers = 0
+    var takeoverMillis: [Double] = []
+    var blockedDiagnoses = 0
+    var thawed = 0
+    var missedFreezes = 0
+    var takeoversScanned: [String: Int] = [:]
     /// Every local edit and create the run made, in order (see ``checkNoEditLost``).
     var edits: [LocalEdit] = []
     var editCount = 0
@@ -123,6 +132,8 @@ final class ChaosRun: @unchecked Sendable {
         for round in 1...max(1, options.rounds) {
             let fault = bag.next(using: &random)
             let started = ContinuousClock.now
+            try await thawIfDue(
+                round: round, force: fault == .freezeWriter || fault == .freezeWriterInTransaction)
             try await play(round: round, fault: fault)
             try await recover()
             try await settle(round: round, "the round to settle after \(fault.rawValue)")
@@ -210,7 +221,8 @@ final class ChaosRun: @unchecked Sendable {
 
     /// Writes each member's lifecycle: foreground for `foreground`, background for the rest.
     func arrange(foreground: [Member]) throws {
-        let names = Set(foreground.map(\.name))
+        // A frozen member is always asked to the background (it reads that once thawed).
+        let names = Set(foreground.filter { $0 !== frozen?.member }.map(\.name))
         for member in members {
             member.lifecycle = names.contains(member.name) ? .foreground : .background
             try LifecycleSignal.write(member.lifecycle, directory: shared, name: member.name)
@@ -224,7 +236,10 @@ final class ChaosRun: @unchecked Sendable {
 
     /// The member that writes now, by the published states.
     var currentWriter: Member? {
-        let writer = ParticipantStatus.readAll(in: shared).first { $0.isWriter && $0.isAlive }
+        // A frozen member still says writer; it is not one.
+        let writer = ParticipantStatus.readAll(in: shared).first {
+            $0.isWriter && $0.isAlive && $0.name != frozen?.member.name
+        }
         return members.first { $0.name == writer?.name && $0.pid == writer?.pid }
     }
 
@@ -287,7 +302,9 @@ final class ChaosRun: @unchecked Sendable {
     func untilNobodyWrites(round: Int) async throws {
         try await until(round: round, "every participant to release the lease") { [self] in
             currentWriter == nil
-                && ParticipantStatus.readAll(in: shared).allSatisfy { !$0.isWriter || !$0.isAlive }
+                && ParticipantStatus.readAll(in: shared).allSatisfy {
+                    !$0.isWriter || !$0.isAlive || $0.name == frozen?.member.name
+                }
         }
     }
 

@@ -36,6 +36,14 @@ enum ChaosFault: String, CaseIterable, Sendable {
     /// fail with SQLITE_FULL, small in-place writes still commit) for a while, then has room
     /// again; the writer must finish by itself.
     case diskFull = "disk-full"
+    /// SIGSTOP of the writer mid-sync, left frozen while a peer waits: the peer must take the
+    /// lease over within the term and finish; 1-3 rounds later SIGCONT, and the woken process
+    /// must commit nothing, step down and later serve normally.
+    case freezeWriter = "freeze-writer"
+    /// The writer stops itself (SIGSTOP) inside a page's write transaction, holding SQLite's
+    /// write lock: the waiting peer must name it with its remedy; after SIGCONT the takeover
+    /// completes.
+    case freezeWriterInTransaction = "freeze-writer-in-transaction"
 
     /// Whether the round makes local edits first (so a sync up has something to send).
     var needsLocalEdits: Bool { self == .killAfterServerCommit || self == .droppedAfterCommit }

@@ -1,0 +1,138 @@
+import BatonCoordinator
+import BatonStore
+import Foundation
+
+extension ChaosRun {
+    /// A writer frozen by the run and left so for a few rounds.
+    struct Frozen {
+        var member: Member
+        /// The round at whose start it is thawed.
+        var thawRound: Int
+        /// Its log's length when it was frozen.
+        var mark: Int
+        /// Its lease epoch then.
+        var epoch: Int64?
+    }
+
+    /// The members that take part in the rounds: all but a frozen one.
+    var active: [Member] { members.filter { $0 !== frozen?.member } }
+
+    /// The lease term the participants run with (the participant's default).
+    static let leaseTerm = Duration.seconds(2)
+
+    /// The `freeze-writer` round: SIGSTOP the writer in the middle of its sync and leave it
+    /// frozen; another member, sent to the foreground, must take the lease over within the
+    /// term (plus a margin for a loaded machine) and settle the round. The frozen one is thawed
+    /// 1-3 rounds later (``thawIfDue(round:)``).
+    func freezeWriter(_ victim: Member, round: Int) async throws {
+        let epoch = ParticipantStatus.readAll(in: shared).first { $0.name == victim.name }?.epoch
+        let mark = victim.log.count
+        kill(victim.pid, SIGSTOP)
+        let frozenAt = ContinuousClock.now
+        let peer = active.filter { $0 !== victim }.randomElement(using: &random)!
+        let peerMark = peer.log.count
+        frozen = Frozen(member: victim, thawRound: round + random.int(1...3), mark: mark, epoch: epoch)
+        try arrange(foreground: [peer])
+        handOvers += 1
+        try await until(
+            round: round, "\(peer.name) to take the lease over from the frozen \(victim.name)",
+            timeout: Self.leaseTerm + .seconds(10)
+        ) {
+            peer.log.events().dropFirst(peerMark).contains { $0.event == "lease.takeover" }
+        }
+        let elapsed = ContinuousClock.now - frozenAt
+        takeoverMillis.append(
+            Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+    }
+
+    /// The `freeze-writer-in-transaction` round: the writer stops itself inside its next page's
+    /// write transaction (its storage-fault file says `stop-in-transaction`), so SQLite's write
+    /// lock stays held; a peer sent to the foreground must say by name what blocks it, in its
+    /// log and its published status. After SIGCONT the takeover completes and the woken
+    /// writer steps down.
+    func freezeInTransaction(_ victim: Member, round: Int) async throws {
+        try Data("stop-in-transaction\n".utf8).write(to: URL(fileURLWithPath: diskFullPath), options: .atomic)
+        let pid = victim.pid
+        // A process's stop has no event to wait on: look at /proc every 10 ms.
+        let stopped = await finishes(within: .seconds(30)) {
+            while ProcessState.of(pid) != .stopped {
+                try? await Task.sleep(for: .milliseconds(10))  // wait-ok: polling /proc, bounded
+            }
+        }
+        try? FileManager.default.removeItem(atPath: diskFullPath)
+        guard stopped else {
+            // Its sync ended before another page: nothing was frozen this round.
+            missedFreezes += 1
+            return
+        }
+        let peer = active.filter { $0 !== victim }.randomElement(using: &random)!
+        let peerMark = peer.log.count
+        let victimMark = victim.log.count
+        try arrange(foreground: [peer])
+        handOvers += 1
+        let diagnosis = "\(victim.name) (pid \(pid)) is stopped inside a write transaction"
+        try await until(
+            round: round, "\(peer.name) to name \(victim.name) frozen inside a write transaction",
+            timeout: Self.leaseTerm + .seconds(10)
+        ) { [shared] in
+            peer.log.events().dropFirst(peerMark).contains {
+                $0.event == "lease.blocked" && ($0["problem"]?.stringValue ?? "").contains(diagnosis)
+            }
+                && ParticipantStatus.readAll(in: shared).contains {
+                    $0.name == peer.name && ($0.problem ?? "").contains(diagnosis)
+                }
+        }
+        blockedDiagnoses += 1
+        kill(pid, SIGCONT)
+        try await until(round: round, "the takeover to complete once \(victim.name) was resumed") {
+            peer.log.events().dropFirst(peerMark).contains { $0.event == "lease.takeover" }
+        }
+        try await untilSteppedDown(victim, after: victimMark, round: round)
+        thawed += 1
+    }
+
+    /// Thaws the frozen member when its round has come (or when too few members are left to
+    /// play a round without it), and waits for it to step down: it logs the lost lease, and its
+    /// status no longer says writer.
+    func thawIfDue(round: Int, force: Bool = false) async throws {
+        guard let frozen, force || round >= frozen.thawRound || active.count < 2 else { return }
+        self.frozen = nil
+        kill(frozen.member.pid, SIGCONT)
+        try await untilSteppedDown(frozen.member, after: frozen.mark, round: round)
+        thawed += 1
+    }
+
+    func untilSteppedDown(_ member: Member, after mark: Int, round: Int) async throws {
+        try await until(round: round, "the thawed \(member.name) to step down") { [shared] in
+            member.log.events().dropFirst(mark).contains {
+                $0.event == "lease.lost" || $0.event == "lease.lockLost"
+            }
+                && ParticipantStatus.readAll(in: shared).contains {
+                    $0.name == member.name && $0.pid == member.pid && !$0.isWriter && $0.phase != "fenced"
+                        && $0.phase != "releasing"
+                }
+        }
+    }
+
+    /// Every takeover logged since the last look: counted, and a violation when its holder was
+    /// not stopped (or hung) when it was taken over: a live holder must never lose the lease.
+    func checkTakeovers(round: Int) throws {
+        for member in members {
+            let events = member.log.events()
+            let seen = takeoversScanned[member.name] ?? 0
+            takeoversScanned[member.name] = events.count
+            for event in events.dropFirst(seen) where event.event == "lease.takeover" {
+                takeovers += 1
+                let state = event["holderState"]?.stringValue ?? "unknown"
+                if state != "stopped" && state != "hung" {
+                    falseTakeovers += 1
+                    throw ChaosViolation(
+                        round: round, invariant: "no takeover of a live holder",
+                        detail:
+                            "\(member.name) took epoch \(event["from"]?.intValue ?? 0) over from \(event["holder"]?.stringValue ?? "?"), which was \(state)"
+                    )
+                }
+            }
+        }
+    }
+}
