@@ -84,8 +84,10 @@ extension ChaosRun {
         }
         blockedDiagnoses += 1
         kill(pid, SIGCONT)
-        try await until(round: round, "the takeover to complete once \(victim.name) was resumed") {
-            peer.log.events().dropFirst(peerMark).contains { $0.event == "lease.takeover" }
+        // Resumed, the victim commits its transaction; then either the takeover completes (the
+        // victim is fenced), or the victim, told it is in the background, releases first.
+        try await until(round: round, "\(peer.name) to hold the lease once \(victim.name) was resumed") {
+            peer.log.events().dropFirst(peerMark).contains { $0.event == "lease.acquired" }
         }
         try await untilSteppedDown(victim, after: victimMark, round: round)
         thawed += 1
@@ -102,10 +104,13 @@ extension ChaosRun {
         thawed += 1
     }
 
+    /// Waits until the thawed `member` has logged losing the lease (or releasing it: one frozen
+    /// while it was already handing over finishes that first) and no longer says it writes.
     func untilSteppedDown(_ member: Member, after mark: Int, round: Int) async throws {
         try await until(round: round, "the thawed \(member.name) to step down") { [shared] in
             member.log.events().dropFirst(mark).contains {
                 $0.event == "lease.lost" || $0.event == "lease.lockLost"
+                    || $0.event == "lease.released"
             }
                 && ParticipantStatus.readAll(in: shared).contains {
                     $0.name == member.name && $0.pid == member.pid && !$0.isWriter && $0.phase != "fenced"
