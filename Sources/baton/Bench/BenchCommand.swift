@@ -18,7 +18,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Trials for the latency scenarios.") var trials = 10
     @Option(
         help:
-            "Run only this scenario (repeat for several): ingest, lifecycle, waste, contention, memory (default: all)."
+            "Run only this scenario (repeat for several): ingest, lifecycle, takeover, waste, contention, memory (default: all)."
     )
     var only: [String] = []
     @Option(help: "Write the figures as JSON to this file.") var json: String?
@@ -29,7 +29,7 @@ struct BenchCommand: AsyncParsableCommand {
         guard (1...1000).contains(trials) else {
             throw ValidationError("--trials must be between 1 and 1000")
         }
-        let known: Set = ["ingest", "lifecycle", "waste", "contention", "memory"]
+        let known: Set = ["ingest", "lifecycle", "takeover", "waste", "contention", "memory"]
         for name in only where !known.contains(name) {
             throw ValidationError("unknown scenario '\(name)'; use \(known.sorted().joined(separator: ", "))")
         }
@@ -77,6 +77,22 @@ struct BenchCommand: AsyncParsableCommand {
                 "firstPageP99Ms": p(lifecycle.firstPageMs, 99),
             ]
         }
+        if wanted("takeover") {
+            // At least 20 trials, so the p99 is more than the maximum of a handful.
+            let takeoverTrials = max(trials, 20)
+            progress("takeover: \(takeoverTrials) frozen writers, then a slow one…")
+            let takeover = try await TakeoverBench.run(env, trials: takeoverTrials)
+            func p(_ values: [Double], _ percentile: Double) -> JSONValue {
+                .double(r(BenchStats.percentile(values, percentile)))
+            }
+            figures["takeover"] = [
+                "termMs": .double(takeover.termMs), "trials": .int(Int64(takeover.leaseMs.count)),
+                "leaseP50Ms": p(takeover.leaseMs, 50), "leaseP99Ms": p(takeover.leaseMs, 99),
+                "firstPageP50Ms": p(takeover.firstPageMs, 50), "firstPageP99Ms": p(takeover.firstPageMs, 99),
+                "takeovers": .int(Int64(takeover.takeovers)),
+                "falseTakeovers": .int(Int64(takeover.falseTakeovers)),
+            ]
+        }
         if wanted("waste") {
             progress("4/6 resume waste…")
             waste = try await ResumeWasteBench.run(env, records: min(records, 20_000))
@@ -103,6 +119,7 @@ struct BenchCommand: AsyncParsableCommand {
                 "batonWritesPerSec": .double(r(lease.writesPerSec)),
                 "baselineWritesPerSec": .double(r(busy.writesPerSec)),
                 "writesRatio": .double(r(lease.writesPerSec / max(busy.writesPerSec, 1e-9), 1000)),
+                "throughputRatio": .double(r(lease.writesPerSec / max(busy.writesPerSec, 1e-9), 1000)),
                 "batonErrors": .int(Int64(lease.errors)), "baselineErrors": .int(Int64(busy.errors)),
                 "batonP99Ms": .double(r(lease.p99Ms, 100)), "baselineP99Ms": .double(r(busy.p99Ms, 100)),
                 "p99Ratio": .double(r(lease.p99Ms / max(busy.p99Ms, 1e-9), 1000)),
@@ -156,6 +173,14 @@ struct BenchCommand: AsyncParsableCommand {
             (
                 "handover",
                 "| hand-over p50 / p99, ms (signal → extension holds lease) | \(v("handover.p50Ms")) / \(v("handover.p99Ms")) | first page committed: \(v("handover.firstPageP50Ms")) / \(v("handover.firstPageP99Ms")) | |"
+            ),
+            (
+                "takeover",
+                "| takeover p50 / p99, ms (SIGSTOP of the writer → peer holds lease) | \(v("takeover.leaseP50Ms")) / \(v("takeover.leaseP99Ms")) | lease term \(v("takeover.termMs")); first page committed: \(v("takeover.firstPageP50Ms")) / \(v("takeover.firstPageP99Ms")) | |"
+            ),
+            (
+                "takeover",
+                "| takeovers of a holder that was not frozen (slow holder included) | \(v("takeover.falseTakeovers")) of \(v("takeover.takeovers")) | must be 0 | |"
             ),
             (
                 "resumeWaste",

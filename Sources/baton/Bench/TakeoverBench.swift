@@ -1,0 +1,101 @@
+import BatonCoordinator
+import BatonStore
+import Foundation
+
+/// A writer frozen mid-sync (SIGSTOP) while a peer waits in the foreground: the latency from
+/// the SIGSTOP to the peer holding the lease, and to its first committed page, next to the
+/// lease term. Then a slow writer (each page request held by the server for 1.5 terms) with a
+/// peer waiting for 3 terms: a holder that keeps beating must never be taken over. Both run as
+/// `baton participant` processes, as a user runs them.
+struct TakeoverBench {
+    struct Result {
+        var termMs: Double
+        var leaseMs: [Double] = []
+        var firstPageMs: [Double] = []
+        /// Takeovers seen, and those of a holder that was not frozen (must be 0).
+        var takeovers = 0
+        var falseTakeovers = 0
+    }
+
+    static let term = 2.0
+
+    static func run(_ env: BenchEnvironment, trials: Int) async throws -> Result {
+        try await env.reseed(20_000, bytes: 200)
+        var result = Result(termMs: term * 1000)
+        for _ in 0..<trials {
+            try await env.client.adminSetFaults(["latencyMs": 20])
+            let shared = try env.freshDirectory()
+            let host = try start(env, shared, "host")
+            defer { stop([host]) }
+            try await LifecycleBench.waitForLog(shared, "host") {
+                $0["event"] == "sync" && ($0["progress"]?.intValue ?? 0) > 0
+            }
+            let ext = try start(env, shared, "ext")
+            defer { stop([ext]) }
+            try await LifecycleBench.waitForLog(shared, "ext") { $0["event"] == "lease.waiting" }
+            let frozen = ParticipantLog.monotonicMillis()
+            kill(host.processIdentifier, SIGSTOP)
+            let takeover = try await LifecycleBench.waitForLog(shared, "ext") { $0["event"] == "lease.takeover" }
+            let acquired = try await LifecycleBench.waitForLog(shared, "ext") { $0["event"] == "lease.acquired" }
+            let acquiredAt = acquired["t"]?.doubleValue ?? frozen
+            let page = try await LifecycleBench.waitForLog(shared, "ext") {
+                $0["event"] == "sync" && $0["status"] == "running" && ($0["progress"]?.intValue ?? 0) > 0
+                    && ($0["t"]?.doubleValue ?? 0) > acquiredAt
+            }
+            result.leaseMs.append(acquiredAt - frozen)
+            result.firstPageMs.append((page["t"]?.doubleValue ?? frozen) - frozen)
+            result.takeovers += 1
+            if takeover["holderState"]?.stringValue != "stopped" { result.falseTakeovers += 1 }
+            kill(host.processIdentifier, SIGCONT)
+        }
+        // The slow holder: pages slower than the term, the peer waiting through three terms.
+        try await env.client.adminSetFaults(["latencyMs": .int(Int64(term * 1500))])
+        let shared = try env.freshDirectory()
+        let host = try start(env, shared, "host")
+        defer { stop([host]) }
+        try await LifecycleBench.waitForLog(shared, "host", timeout: .seconds(120)) {
+            $0["event"] == "sync" && ($0["progress"]?.intValue ?? 0) > 0
+        }
+        let ext = try start(env, shared, "ext")
+        defer { stop([ext]) }
+        try await LifecycleBench.waitForLog(shared, "ext") { $0["event"] == "lease.waiting" }
+        // Three terms of a slow holder; a takeover, if any, is in the log by then.
+        try await Task.sleep(for: .seconds(term * 3))  // wait-ok: the scenario is the wait itself
+        let text = (try? String(contentsOfFile: shared.logsPath + "/ext.jsonl", encoding: .utf8)) ?? ""
+        let slowTakeovers = text.split(separator: "\n").filter { $0.contains("\"lease.takeover\"") }.count
+        result.takeovers += slowTakeovers
+        result.falseTakeovers += slowTakeovers
+        try await env.client.adminClearFaults()
+        return result
+    }
+
+    /// `baton participant NAME` in the foreground with a sync down, logging to the directory.
+    static func start(_ env: BenchEnvironment, _ shared: SharedDirectory, _ name: String) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ChildProcesses.executablePath)
+        process.arguments = [
+            "participant", "--dir", shared.path, "--name", name, "--role", name == "host" ? "host" : "extension",
+            "--server", env.server.url, "--lifecycle", "foreground", "--batch-size", "200",
+            "--sync-down", "accounts:accounts:SELECT Id, Name FROM Account", "--lease-term", String(term),
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        environment["BATON_TOKEN"] = "bench"
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try ChildProcesses.shared.run(process)
+        return process
+    }
+
+    static func stop(_ processes: [Process]) {
+        for process in processes where process.isRunning {
+            kill(process.processIdentifier, SIGCONT)
+            kill(process.processIdentifier, SIGTERM)
+        }
+        for process in processes {
+            process.waitUntilExit()
+            ChildProcesses.shared.forget(process.processIdentifier)
+        }
+    }
+}
