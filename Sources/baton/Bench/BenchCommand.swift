@@ -91,6 +91,7 @@ struct BenchCommand: AsyncParsableCommand {
                 "firstPageP50Ms": p(takeover.firstPageMs, 50), "firstPageP99Ms": p(takeover.firstPageMs, 99),
                 "takeovers": .int(Int64(takeover.takeovers)),
                 "falseTakeovers": .int(Int64(takeover.falseTakeovers)),
+                "frozenInTransaction": .int(Int64(takeover.frozenInTransaction)),
             ]
         }
         if wanted("waste") {

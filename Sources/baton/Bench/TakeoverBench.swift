@@ -15,6 +15,8 @@ struct TakeoverBench {
         /// Takeovers seen, and those of a holder that was not frozen (must be 0).
         var takeovers = 0
         var falseTakeovers = 0
+        /// Trials whose SIGSTOP landed inside a write transaction (no takeover possible).
+        var frozenInTransaction = 0
     }
 
     static let term = 2.0
@@ -33,9 +35,25 @@ struct TakeoverBench {
             let ext = try start(env, shared, "ext")
             defer { stop([ext]) }
             try await LifecycleBench.waitForLog(shared, "ext") { $0["event"] == "lease.waiting" }
-            let frozen = ParticipantLog.monotonicMillis()
+            // Frozen just after a page committed (its log line is written after the commit),
+            // while the next page is on its way: outside a write transaction, where a takeover
+            // is possible. Frozen inside one, nobody can write until it runs again (that case
+            // is diagnosed by name, and counted here apart).
+            let since = ParticipantLog.monotonicMillis()
+            try await LifecycleBench.waitForLog(shared, "host") {
+                $0["event"] == "sync" && ($0["t"]?.doubleValue ?? 0) > since
+            }
             kill(host.processIdentifier, SIGSTOP)
-            let takeover = try await LifecycleBench.waitForLog(shared, "ext") { $0["event"] == "lease.takeover" }
+            let frozen = ParticipantLog.monotonicMillis()
+            let outcome = try await LifecycleBench.waitForLog(shared, "ext") {
+                $0["event"] == "lease.takeover" || $0["event"] == "lease.blocked"
+            }
+            if outcome["event"] == "lease.blocked" {
+                result.frozenInTransaction += 1
+                kill(host.processIdentifier, SIGCONT)
+                continue
+            }
+            let takeover = outcome
             let acquired = try await LifecycleBench.waitForLog(shared, "ext") { $0["event"] == "lease.acquired" }
             let acquiredAt = acquired["t"]?.doubleValue ?? frozen
             let page = try await LifecycleBench.waitForLog(shared, "ext") {
