@@ -74,81 +74,114 @@ public enum MonotonicClock {
 }
 
 /// The holder's heartbeat: a thread of its own (never a task, which could starve behind a busy
-/// cooperative pool) that rewrites the lock file's ``HeartbeatRecord`` every quarter term, and
-/// checks on each beat that the lock file is still the one it holds. When it is not (a takeover
-/// replaced it, or somebody deleted it), it calls `onLost` once and stops.
+/// cooperative pool) that rewrites the held lock file's ``HeartbeatRecord`` every quarter term,
+/// and checks on each beat that the lock file is still the one it holds. When it is not (a
+/// takeover replaced it, or somebody deleted it), it calls `onLost` once and stops beating.
 ///
-/// A frozen process (SIGSTOP, the cgroup freezer) stops beating with all its threads: that is
-/// what lets a waiter take the lease over.
+/// One thread per lease, kept across holdings (a turn of the lease spawns nothing); it sleeps
+/// while nothing is held. A frozen process (SIGSTOP, the cgroup freezer) stops beating with all
+/// its threads: that is what lets a waiter take the lease over.
 final class LeaseHeartbeat: Sendable {
-    private struct State {
+    private struct Holding {
+        var lock: FileLock
         var epoch: Int64
-        var running = true
+        var takenOver: Int64
     }
 
-    private let lock: FileLock
+    private struct State {
+        var holding: Holding?
+        var started = false
+        var closed = false
+    }
+
     private let term: Duration
-    private let state: Mutex<State>
+    private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
     private let onLost: @Sendable () -> Void
-    private let takenOver: Int64
 
-    /// Writes the first beat now and starts the thread.
+    init(term: Duration, onLost: @escaping @Sendable () -> Void) {
+        self.term = term
+        self.onLost = onLost
+    }
+
+    /// Ends the thread (the lease that owns it is going away).
+    func close() {
+        state.withLock {
+            $0.closed = true
+            $0.holding = nil
+        }
+        wake.signal()
+    }
+
+    /// Starts beating into `lock` (the first beat now).
     ///
     /// - Parameter takenOver: the epoch this holding takes over, when it does.
-    init(
-        lock: FileLock, epoch: Int64, term: Duration, takenOver: Int64 = 0,
-        onLost: @escaping @Sendable () -> Void
-    ) {
-        self.lock = lock
-        self.term = term
-        self.takenOver = takenOver
-        self.state = Mutex(State(epoch: epoch))
-        self.onLost = onLost
+    func hold(_ lock: FileLock, epoch: Int64, takenOver: Int64 = 0) {
+        let start = state.withLock { state -> Bool in
+            state.holding = Holding(lock: lock, epoch: epoch, takenOver: takenOver)
+            defer { state.started = true }
+            return !state.started
+        }
         beat()
-        let thread = Thread { [self] in run() }
-        thread.name = "baton.lease.heartbeat"
-        thread.start()
+        if start {
+            // Until ``close()``, which the owning lease calls when it goes away.
+            let thread = Thread { [self] in
+                while runOnce() {}
+            }
+            thread.name = "baton.lease.heartbeat"
+            thread.start()
+        } else {
+            wake.signal()
+        }
     }
 
     /// Records the epoch (once the store has it) and beats at once.
     func setEpoch(_ epoch: Int64) {
-        state.withLock { $0.epoch = epoch }
+        state.withLock { $0.holding?.epoch = epoch }
         beat()
     }
 
-    /// Ends the thread; no beat is written after this returns... except one already under way.
-    func stop() {
-        let wasRunning = state.withLock { state -> Bool in
-            defer { state.running = false }
-            return state.running
-        }
-        if wasRunning { wake.signal() }
+    /// Stops beating (the lease is being released); no beat starts after this returns.
+    func drop() {
+        state.withLock { $0.holding = nil }
     }
 
-    private var termMillis: Int64 {
+    var termMillis: Int64 {
         term.components.seconds * 1000 + term.components.attoseconds / 1_000_000_000_000_000
     }
 
     private func beat() {
-        let epoch = state.withLock { $0.epoch }
-        let record = HeartbeatRecord(
-            pid: getpid(), epoch: epoch, beat: MonotonicClock.nanos(), termMillis: termMillis,
-            takenOver: takenOver)
-        lock.overwrite(record.line)
+        // Under the mutex, so a beat never lands after `drop()` returned.
+        state.withLock { state in
+            guard let holding = state.holding else { return }
+            let record = HeartbeatRecord(
+                pid: getpid(), epoch: holding.epoch, beat: MonotonicClock.nanos(), termMillis: termMillis,
+                takenOver: holding.takenOver)
+            holding.lock.overwrite(record.line)
+        }
     }
 
-    private func run() {
-        let interval = max(1, termMillis / 4)
-        while true {
-            _ = wake.wait(timeout: .now() + .milliseconds(Int(interval)))
-            guard state.withLock({ $0.running }) else { return }
-            guard lock.isStillAtPath else {
-                state.withLock { $0.running = false }
-                onLost()
-                return
-            }
-            beat()
+    /// One quarter term of the thread's life; false once the lease is gone.
+    private func runOnce() -> Bool {
+        let idle = state.withLock { $0.holding == nil }
+        if idle {
+            wake.wait()
+        } else {
+            _ = wake.wait(timeout: .now() + .milliseconds(Int(max(1, termMillis / 4))))
         }
+        let (closed, holding) = state.withLock { ($0.closed, $0.holding) }
+        if closed { return false }
+        guard let holding else { return true }
+        guard holding.lock.isStillAtPath else {
+            let lost = state.withLock { state -> Bool in
+                guard state.holding?.lock === holding.lock else { return false }
+                state.holding = nil
+                return true
+            }
+            if lost { onLost() }
+            return true
+        }
+        beat()
+        return true
     }
 }

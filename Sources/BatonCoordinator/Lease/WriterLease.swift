@@ -59,10 +59,11 @@ public final class WriterLease: Sendable {
     public let term: Duration
     /// How long a takeover waits for SQLite's write lock before it says the holder is blocking.
     let takeoverLockWait: Duration
-    private let onLost: @Sendable () -> Void
-    /// The lease this process holds, if any, the descriptor holding the lock and its heartbeat:
-    /// taking it twice returns the same epoch, and only the current holding can be released.
-    private let state = Mutex<(held: Held?, lock: FileLock?, heartbeat: LeaseHeartbeat?)>((nil, nil, nil))
+    /// Renews the lease while held (one thread for the lease's whole life).
+    private let heartbeat: LeaseHeartbeat
+    /// The lease this process holds, if any, and the descriptor holding the lock: taking it
+    /// twice returns the same epoch, and only the current holding can be released.
+    private let state = Mutex<(held: Held?, lock: FileLock?)>((nil, nil))
     private let temporaryFiles = Atomic<Int>(0)
 
     /// The lease held now by this process, if any.
@@ -88,9 +89,13 @@ public final class WriterLease: Sendable {
         self.name = name
         self.term = term
         self.takeoverLockWait = takeoverLockWait
-        self.onLost = onLost
+        self.heartbeat = LeaseHeartbeat(term: term, onLost: onLost)
         // Fail early (and clearly) when the lock file cannot be opened.
         _ = try FileLock(path: directory.writerLockPath)
+    }
+
+    deinit {
+        heartbeat.close()
     }
 
     /// Takes the lease if it is free right now.
@@ -110,26 +115,26 @@ public final class WriterLease: Sendable {
     /// Records the new epoch for a lock just taken, beating from the start; unlocks it if that
     /// fails. Nil when a takeover replaced the lock file before the epoch was recorded.
     private func begin(with lock: FileLock) throws -> Held? {
-        let heartbeat = LeaseHeartbeat(lock: lock, epoch: 0, term: term, onLost: onLost)
+        heartbeat.hold(lock, epoch: 0)
         do {
             let (epoch, acquired) = try store.beginLeaseEpoch(name: name, pid: getpid()) {
                 lock.isStillAtPath
             }
-            return adopt(Held(epoch: epoch, acquired: acquired, takeover: nil), lock, heartbeat)
+            return adopt(Held(epoch: epoch, acquired: acquired, takeover: nil), lock)
         } catch let error as StoreError where error.code == .staleEpoch {
-            heartbeat.stop()
+            heartbeat.drop()
             lock.unlock()
             return nil
         } catch {
-            heartbeat.stop()
+            heartbeat.drop()
             lock.unlock()
             throw error
         }
     }
 
-    private func adopt(_ held: Held, _ lock: FileLock, _ heartbeat: LeaseHeartbeat) -> Held {
+    private func adopt(_ held: Held, _ lock: FileLock) -> Held {
         heartbeat.setEpoch(held.epoch)
-        state.withLock { $0 = (held, lock, heartbeat) }
+        state.withLock { $0 = (held, lock) }
         store.holdCheckpoints()
         return held
     }
@@ -152,7 +157,15 @@ public final class WriterLease: Sendable {
     ) async throws -> Held {
         if let held = current { return held }
         let path = directory.writerLockPath
-        // Watch first, then look, so a change made in between is not missed.
+        // A free lock is taken without setting up a wait (a turn of the lease stays cheap).
+        if mayTry() {
+            let lock = try FileLock(path: path)
+            if try lock.tryLock() {
+                if lock.isStillAtPath, let held = try begin(with: lock) { return held }
+            }
+            lock.unlock()
+        }
+        // Watch first, then look again, so a change made in between is not missed.
         let changes = LeaseChanges(directory: directory)
         var pending: PendingLock?
         var watch = TakeoverWatch(defaultTerm: term)
@@ -276,8 +289,7 @@ public final class WriterLease: Sendable {
         }
         // The fresh file names the epoch it takes over, so the old holder, woken by the rename
         // (which comes before the commit), tells it from a deleted lock file.
-        let heartbeat = LeaseHeartbeat(
-            lock: fresh, epoch: 0, term: term, takenOver: storeEpoch, onLost: onLost)
+        heartbeat.hold(fresh, epoch: 0, takenOver: storeEpoch)
         do {
             let taken = try store.takeOverLease(
                 from: storeEpoch, requireOpen: requireOpen, name: name, pid: getpid(),
@@ -290,7 +302,7 @@ public final class WriterLease: Sendable {
                 try fresh.rename(to: target)
             }
             guard let (epoch, acquired) = taken else {
-                heartbeat.stop()
+                heartbeat.drop()
                 discard()
                 return .moved
             }
@@ -298,9 +310,9 @@ public final class WriterLease: Sendable {
                 epoch: storeEpoch, name: holder?.name, pid: holderPid, holderState: seen.holderState,
                 silentMillis: Double(silentNanos / 100_000) / 10)
             return .taken(
-                adopt(Held(epoch: epoch, acquired: acquired, takeover: takeover), fresh, heartbeat))
+                adopt(Held(epoch: epoch, acquired: acquired, takeover: takeover), fresh))
         } catch let error as StoreError where error.code == .busy {
-            heartbeat.stop()
+            heartbeat.drop()
             discard()
             let pid = holderPid ?? 0
             let state = ProcessState.of(pid)
@@ -319,11 +331,11 @@ public final class WriterLease: Sendable {
             return .blocked(
                 Blocked(name: holder?.name ?? holderName, pid: pid, holderState: state, message: message))
         } catch let error as StoreError where error.code == .staleEpoch {
-            heartbeat.stop()
+            heartbeat.drop()
             discard()
             return .moved
         } catch {
-            heartbeat.stop()
+            heartbeat.drop()
             discard()
             throw error
         }
@@ -341,13 +353,13 @@ public final class WriterLease: Sendable {
     public func release(
         _ held: Held, bookkeepingDeadline: ContinuousClock.Instant? = nil, recordRelease: Bool = true
     ) {
-        let holding = state.withLock { state -> (FileLock?, LeaseHeartbeat?) in
-            guard state.held == held else { return (nil, nil) }
-            defer { state = (nil, nil, nil) }
-            return (state.lock, state.heartbeat)
+        let lock = state.withLock { state -> FileLock? in
+            guard state.held == held else { return nil }
+            defer { state = (nil, nil) }
+            return state.lock
         }
-        guard let lock = holding.0 else { return }
-        holding.1?.stop()
+        guard let lock else { return }
+        heartbeat.drop()
         if recordRelease {
             do {
                 try store.endLeaseEpoch(held.epoch, deadline: bookkeepingDeadline)
@@ -450,11 +462,18 @@ final class LeaseChanges: Sendable {
             let events = try? DirectoryWatcher(root: directory.path, subdirectories: ["participants"])
                 .events()
         else { return }
+        let lockPath = directory.writerLockPath
         let task = Task { [self] in
+            // Only a new generation of the lock file matters (a takeover, a deletion): every
+            // process that opens and closes it makes an event too.
+            var generation = FileIdentity.of(lockPath)
             for await event in events {
                 if case .changed(let sub, let name) = event {
                     if sub == "" {
                         guard name == "writer.lock" else { continue }
+                        let now = FileIdentity.of(lockPath)
+                        guard now != generation else { continue }
+                        generation = now
                     } else if !ParticipantStatus.isStatusFile(name, in: directory) {
                         // Junk in participants/ never wakes a waiter.
                         continue

@@ -54,7 +54,9 @@ struct TakeoverBench {
                 continue
             }
             let takeover = outcome
-            let acquired = try await LifecycleBench.waitForLog(shared, "ext") { $0["event"] == "lease.acquired" }
+            let acquired = try await LifecycleBench.waitForLog(shared, "ext") {
+                $0["event"] == "lease.acquired"
+            }
             let acquiredAt = acquired["t"]?.doubleValue ?? frozen
             let page = try await LifecycleBench.waitForLog(shared, "ext") {
                 $0["event"] == "sync" && $0["status"] == "running" && ($0["progress"]?.intValue ?? 0) > 0
@@ -92,7 +94,8 @@ struct TakeoverBench {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: ChildProcesses.executablePath)
         process.arguments = [
-            "participant", "--dir", shared.path, "--name", name, "--role", name == "host" ? "host" : "extension",
+            "participant", "--dir", shared.path, "--name", name, "--role",
+            name == "host" ? "host" : "extension",
             "--server", env.server.url, "--lifecycle", "foreground", "--batch-size", "200",
             "--sync-down", "accounts:accounts:SELECT Id, Name FROM Account", "--lease-term", String(term),
         ]
