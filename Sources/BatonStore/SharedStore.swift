@@ -161,7 +161,10 @@ public final class SharedStore: Sendable {
         let fault = try writeGuard.faults.beginWrite(db)
         let stop = logged && writeGuard.faults.takeStopRequest()
         var result: T?
+        var began: ContinuousClock.Instant?
+        defer { if let began { writeGuard.noteTransaction(ContinuousClock.now - began) } }
         try db.inTransaction(.immediate) {
+            began = ContinuousClock.now
             let transaction = StoreTransaction(db: db)
             try transaction.checkFence(epoch)
             result = try body(transaction)
@@ -280,6 +283,10 @@ public final class SharedStore: Sendable {
     public func resumeWrites() {
         writeGuard.resumeWrites()
     }
+
+    /// The longest this process has held SQLite's write lock in one transaction: the window in
+    /// which a frozen process blocks every writer.
+    public var longestWriteTransaction: Duration { writeGuard.longestTransaction.withLock { $0 } }
 
     /// Why this process must no longer write to the store (its file was deleted, renamed or
     /// replaced), or nil when all is well.

@@ -31,6 +31,13 @@ final class WriteGuard: Sendable {
     let busyTimeout: Duration
     let identity: StoreFileIdentity
     let faults = StorageFaults()
+    /// The longest time this process held SQLite's write lock in one transaction (BEGIN
+    /// IMMEDIATE done to COMMIT done).
+    let longestTransaction = Mutex(Duration.zero)
+
+    func noteTransaction(_ duration: Duration) {
+        longestTransaction.withLock { $0 = max($0, duration) }
+    }
     private let state = Mutex(State())
 
     init(busyTimeout: Duration, path: String) {

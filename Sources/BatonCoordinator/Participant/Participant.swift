@@ -187,7 +187,10 @@ public actor Participant {
             recoveries = [:]
             group.cancelAll()
         }
-        log.log("exited")
+        let longest = store.longestWriteTransaction
+        let longestMs =
+            Double(longest.components.seconds) * 1000 + Double(longest.components.attoseconds) / 1e15
+        log.log("exited", ["longestTransactionMs": .double((longestMs * 100).rounded() / 100)])
     }
 
     /// Returns true when the loop must end.

@@ -92,6 +92,7 @@ struct BenchCommand: AsyncParsableCommand {
                 "takeovers": .int(Int64(takeover.takeovers)),
                 "falseTakeovers": .int(Int64(takeover.falseTakeovers)),
                 "frozenInTransaction": .int(Int64(takeover.frozenInTransaction)),
+                "longestTransactionMs": .double(r(takeover.longestTransactionMs, 100)),
             ]
         }
         if wanted("waste") {
@@ -182,6 +183,10 @@ struct BenchCommand: AsyncParsableCommand {
             (
                 "takeover",
                 "| takeovers of a holder that was not frozen (slow holder included) | \(v("takeover.falseTakeovers")) of \(v("takeover.takeovers")) | must be 0 | |"
+            ),
+            (
+                "takeover",
+                "| longest write transaction, ms (a writer frozen inside one blocks every writer) | \(v("takeover.longestTransactionMs")) | SIGSTOPs that landed inside one: \(v("takeover.frozenInTransaction")) | |"
             ),
             (
                 "resumeWaste",

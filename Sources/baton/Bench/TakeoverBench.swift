@@ -17,6 +17,8 @@ struct TakeoverBench {
         var falseTakeovers = 0
         /// Trials whose SIGSTOP landed inside a write transaction (no takeover possible).
         var frozenInTransaction = 0
+        /// The longest write transaction any participant held (its log's `exited` line).
+        var longestTransactionMs = 0.0
     }
 
     static let term = 2.0
@@ -24,9 +26,11 @@ struct TakeoverBench {
     static func run(_ env: BenchEnvironment, trials: Int) async throws -> Result {
         try await env.reseed(20_000, bytes: 200)
         var result = Result(termMs: term * 1000)
+        var directories: [SharedDirectory] = []
         for _ in 0..<trials {
             try await env.client.adminSetFaults(["latencyMs": 20])
             let shared = try env.freshDirectory()
+            directories.append(shared)
             let host = try start(env, shared, "host")
             defer { stop([host]) }
             try await LifecycleBench.waitForLog(shared, "host") {
@@ -68,6 +72,8 @@ struct TakeoverBench {
             if takeover["holderState"]?.stringValue != "stopped" { result.falseTakeovers += 1 }
             kill(host.processIdentifier, SIGCONT)
         }
+        // Every trial's participants have exited (and logged their longest transaction).
+        result.longestTransactionMs = directories.map(longestTransaction(in:)).max() ?? 0
         // The slow holder: pages slower than the term, the peer waiting through three terms.
         try await env.client.adminSetFaults(["latencyMs": .int(Int64(term * 1500))])
         let shared = try env.freshDirectory()
@@ -107,6 +113,21 @@ struct TakeoverBench {
         process.standardInput = FileHandle.nullDevice
         try ChildProcesses.shared.run(process)
         return process
+    }
+
+    /// The longest write transaction each participant in `shared` reported on exit.
+    static func longestTransaction(in shared: SharedDirectory) -> Double {
+        var longest = 0.0
+        for name in ["host", "ext"] {
+            let text =
+                (try? String(contentsOfFile: shared.logsPath + "/\(name).jsonl", encoding: .utf8)) ?? ""
+            for line in text.split(separator: "\n") where line.contains("\"exited\"") {
+                let value = (try? JSONObject(parsingObject: String(line)))?["longestTransactionMs"]?
+                    .doubleValue
+                longest = max(longest, value ?? 0)
+            }
+        }
+        return longest
     }
 
     static func stop(_ processes: [Process]) {
