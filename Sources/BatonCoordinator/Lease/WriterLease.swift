@@ -65,6 +65,18 @@ public final class WriterLease: Sendable {
     /// twice returns the same epoch, and only the current holding can be released.
     private let state = Mutex<(held: Held?, lock: FileLock?)>((nil, nil))
     private let temporaryFiles = Atomic<Int>(0)
+    /// What wakes a waiting acquisition, set up by the first wait and kept for the lease's life
+    /// (a contended turn of the lease sets nothing up).
+    private let changes = Mutex<LeaseChanges?>(nil)
+
+    private func watchChanges() -> LeaseChanges {
+        changes.withLock { changes in
+            if let changes { return changes }
+            let created = LeaseChanges(directory: directory)
+            changes = created
+            return created
+        }
+    }
 
     /// The lease held now by this process, if any.
     public var current: Held? { state.withLock { $0.held } }
@@ -96,6 +108,7 @@ public final class WriterLease: Sendable {
 
     deinit {
         heartbeat.close()
+        changes.withLock { $0?.stop() }
     }
 
     /// Takes the lease if it is free right now.
@@ -166,14 +179,13 @@ public final class WriterLease: Sendable {
             lock.unlock()
         }
         // Watch first, then look again, so a change made in between is not missed.
-        let changes = LeaseChanges(directory: directory)
+        let changes = watchChanges()
         var pending: PendingLock?
         var watch = TakeoverWatch(defaultTerm: term)
         var blocked: Blocked?
         var pursuing: (observation: TakeoverWatch.Observation, silentNanos: UInt64)?
         defer {
             pending?.abandon()
-            changes.stop()
             if blocked != nil { onBlocked(nil) }
         }
         while true {
@@ -454,13 +466,14 @@ final class PendingLock: Sendable {
 /// replaced or deleted (a takeover: the waits on the old generation are moot), when the kernel
 /// grants the lock, when `wait` times out, or when the task is cancelled.
 final class LeaseChanges: Sendable {
-    private let state = Mutex<(rings: Int, waiter: CheckedContinuation<Void, Never>?)>((0, nil))
+    private let state = Mutex<(rings: Int, waiters: [CheckedContinuation<Void, Never>])>((0, []))
     private let listener = Mutex<Task<Void, Never>?>(nil)
 
     init(directory: SharedDirectory) {
         guard
-            let events = try? DirectoryWatcher(root: directory.path, subdirectories: ["participants"])
-                .events()
+            let events = try? DirectoryWatcher(
+                root: directory.path, subdirectories: ["participants"], rootNamesOnly: true
+            ).events()
         else { return }
         let lockPath = directory.writerLockPath
         let task = Task { [self] in
@@ -490,12 +503,12 @@ final class LeaseChanges: Sendable {
     }
 
     @Sendable func ring() {
-        let waiter = state.withLock { state in
+        let waiters = state.withLock { state in
             state.rings += 1
-            defer { state.waiter = nil }
-            return state.waiter
+            defer { state.waiters = [] }
+            return state.waiters
         }
-        waiter?.resume()
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Changes seen so far.
@@ -517,7 +530,7 @@ final class LeaseChanges: Sendable {
             await withCheckedContinuation { continuation in
                 let ready = state.withLock { state -> Bool in
                     if state.rings != seen { return true }
-                    state.waiter = continuation
+                    state.waiters.append(continuation)
                     return false
                 }
                 if ready { continuation.resume() }

@@ -23,11 +23,18 @@ public struct DirectoryWatcher: Sendable {
     /// Also report writes to files still open (appends to a log). Off for signal files, whose
     /// writers are only done when they close the file.
     public let reportsModifications: Bool
+    /// Report files in the root only when they are created, moved or deleted, not each time a
+    /// writer closes them (a lock file every process opens and closes would wake every watcher).
+    public let rootNamesOnly: Bool
 
-    public init(root: String, subdirectories: [String], reportsModifications: Bool = false) {
+    public init(
+        root: String, subdirectories: [String], reportsModifications: Bool = false,
+        rootNamesOnly: Bool = false
+    ) {
         self.root = root
         self.subdirectories = subdirectories
         self.reportsModifications = reportsModifications
+        self.rootNamesOnly = rootNamesOnly
     }
 
     /// Waits until `condition` holds, re-checking it on every event that `relevant` accepts
@@ -78,7 +85,8 @@ public struct DirectoryWatcher: Sendable {
         }
         let loop = WatchLoop(
             inotify: inotify, wakeRead: pipeFds[0], root: root, subdirectories: subdirectories,
-            extraMask: reportsModifications ? UInt32(IN_MODIFY) : 0)
+            extraMask: reportsModifications ? UInt32(IN_MODIFY) : 0,
+            rootMask: rootNamesOnly ? WatchLoop.rootMask & ~UInt32(IN_CLOSE_WRITE) : WatchLoop.rootMask)
         guard loop.watchRoot() else {
             close(inotify)
             close(pipeFds[0])
@@ -117,19 +125,24 @@ private final class WatchLoop: @unchecked Sendable {
     let root: String
     let subdirectories: [String]
     let extraMask: UInt32
+    let rootMask: UInt32
     var rootWatch: Int32 = -1
     var watches: [Int32: String] = [:]
 
-    init(inotify: Int32, wakeRead: Int32, root: String, subdirectories: [String], extraMask: UInt32) {
+    init(
+        inotify: Int32, wakeRead: Int32, root: String, subdirectories: [String], extraMask: UInt32,
+        rootMask: UInt32
+    ) {
         self.inotify = inotify
         self.wakeRead = wakeRead
         self.root = root
         self.subdirectories = subdirectories
         self.extraMask = extraMask
+        self.rootMask = rootMask
     }
 
     func watchRoot() -> Bool {
-        rootWatch = inotify_add_watch(inotify, root, Self.rootMask)
+        rootWatch = inotify_add_watch(inotify, root, rootMask)
         return rootWatch >= 0
     }
 
