@@ -80,6 +80,21 @@ struct TakeoverWatchTests {
                 == .wait(until: beat + 1_100 * Self.ms))
     }
 
+    @Test("thaw during the wait: a stopped holder that beats again is not taken over")
+    func thawDuringWait() {
+        var watch = TakeoverWatch(defaultTerm: .seconds(2))
+        let beat: UInt64 = 10_000 * Self.ms
+        _ = watch.observe(observation(beat: beat, at: beat + 100 * Self.ms, state: .stopped))
+        // SIGCONT: its heartbeat thread beats at once, before the quarter term is up.
+        let fresh = beat + 400 * Self.ms
+        #expect(
+            watch.observe(observation(beat: fresh, at: fresh + 5 * Self.ms, state: .running))
+                == .wait(until: fresh + 505 * Self.ms))
+        #expect(
+            watch.observe(observation(beat: fresh, at: fresh + 1_000 * Self.ms, state: .running))
+                == .wait(until: fresh + 1_500 * Self.ms))
+    }
+
     @Test("a new lock generation, or any change of the record, starts the count again")
     func newGeneration() {
         var watch = TakeoverWatch(defaultTerm: .seconds(2))
