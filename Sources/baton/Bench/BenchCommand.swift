@@ -6,7 +6,7 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract:
-            "Measure ingest, stop, hand-over, resume waste, contention and memory, each against a baseline.",
+            "Measure ingest, stop, hand-over, takeover of a frozen writer, resume waste, contention and memory, each against a baseline.",
         discussion: """
             Every figure is measured in this run, with its baseline in the same run, and reported as \
             a ratio. Nothing fails on a wall-clock figure. Build with `-c release` for meaningful \

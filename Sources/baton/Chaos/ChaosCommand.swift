@@ -15,9 +15,12 @@ struct ChaosCommand: AsyncParsableCommand {
             the lease to a new writer and injects one fault: SIGKILL of the writer (mid-page, \
             between pages, or after the server committed its sync up), SIGSTOP/SIGCONT, a 5xx, \
             latency, a dropped connection, a response dropped after commit, a server restart, a \
-            burst of junk lifecycle signals, or server-side edits and deletions during a sync. \
+            burst of junk lifecycle signals, server-side edits and deletions during a sync, a \
+            stop past its deadline, a full disk, or a writer frozen (SIGSTOP) mid-sync or inside \
+            a write transaction while a peer waits to take the lease over. \
             After each round: no participant crashed, lease intervals never overlap, epochs \
-            increase, every commit came from the holder of its epoch, integrity_check is ok. At \
+            increase, every commit came from the holder of its epoch, integrity_check is ok, no \
+            holder that was running was taken over. At \
             the end, with faults off: every sync is done and the store holds exactly the \
             server's records (Ids and LastModifiedDate), with no duplicates from sync up and no \
             local edit lost. The first violation stops the run with a reproduction command; \
