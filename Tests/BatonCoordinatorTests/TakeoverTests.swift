@@ -220,16 +220,13 @@ struct LostLeaseMachineTests {
 
 @Suite("Lease takeover in the store and the lock file", .timeLimit(.minutes(1)))
 struct LeaseTakeoverTests {
-    let temp: TemporaryDirectory
-    let shared: SharedDirectory
-    let store: SharedStore
+    /// A shared directory and its store.
+    let fixture: WriterLeaseTests.Fixture
+    var shared: SharedDirectory { fixture.shared }
+    var store: SharedStore { fixture.store }
 
     init() throws {
-        temp = try TemporaryDirectory()
-        shared = try SharedDirectory(path: temp.path + "/d")
-        var quiet = Logger(label: "test")
-        quiet.logLevel = .critical
-        store = try SharedStore.open(directory: shared, logger: quiet)
+        fixture = try WriterLeaseTests.Fixture()
     }
 
     /// A holder that locked the lease file, recorded its epoch, beat once at `beatAge` ago and
