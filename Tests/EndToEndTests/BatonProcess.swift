@@ -131,9 +131,13 @@ final class BatonProcess: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await _ in self.changes {
+                    // Finished is read first: once it holds, every byte is in, so a condition
+                    // still false after it is false for good (read the other way round, an exit
+                    // landing between the two reads failed a wait for that very exit).
+                    let finished = self.isFinished
                     let (out, err) = self.output.withLock { ($0.stdout, $0.stderr) }
                     if condition(out, err) { return }
-                    if self.isFinished {
+                    if finished {
                         throw ProcessTimeout(what: "\(what) (process exited; stderr: \(err.suffix(500)))")
                     }
                 }
