@@ -10,8 +10,6 @@ extension ChaosRun {
         var thawRound: Int
         /// Its log's length when it was frozen.
         var mark: Int
-        /// Its lease epoch then.
-        var epoch: Int64?
     }
 
     /// The members that take part in the rounds: all but a frozen one.
@@ -25,13 +23,12 @@ extension ChaosRun {
     /// term (plus a margin for a loaded machine) and settle the round. The frozen one is thawed
     /// 1-3 rounds later (``thawIfDue(round:)``).
     func freezeWriter(_ victim: Member, round: Int) async throws {
-        let epoch = ParticipantStatus.readAll(in: shared).first { $0.name == victim.name }?.epoch
         let mark = victim.log.count
         kill(victim.pid, SIGSTOP)
         let frozenAt = ContinuousClock.now
         let peer = active.filter { $0 !== victim }.randomElement(using: &random)!
         let peerMark = peer.log.count
-        frozen = Frozen(member: victim, thawRound: round + random.int(1...3), mark: mark, epoch: epoch)
+        frozen = Frozen(member: victim, thawRound: round + random.int(1...3), mark: mark)
         try arrange(foreground: [peer])
         handOvers += 1
         try await until(
