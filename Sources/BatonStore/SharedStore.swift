@@ -12,7 +12,7 @@ import Logging
 /// ```swift
 /// let store = try SharedStore.open(directory: SharedDirectory(path: "/tmp/d"), logger: logger)
 /// try store.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
-/// let entry = try store.upsert(["Id": "001", "Name": "Acme"], into: "accounts", externalIdPath: "Id")
+/// let entry = try store.upsertUnleased(["Id": "001", "Name": "Acme"], into: "accounts", externalIdPath: "Id")
 /// ```
 public final class SharedStore: Sendable {
     /// The shared directory the store lives in.
@@ -111,49 +111,70 @@ public final class SharedStore: Sendable {
     /// Runs `body` in one `IMMEDIATE` write transaction and bumps the change sequence.
     ///
     /// - Parameters:
-    ///   - epoch: when given, the transaction commits only if the lease epoch in the store still
-    ///     equals it (fencing); otherwise it rolls back with `staleEpoch`.
+    ///   - access: `.lease(fence)` commits only while the fence's epoch is the store's (its
+    ///     first write also records the holding); `.unleased` writes outside any lease;
+    ///     `.none` fails with `staleEpoch` and writes nothing.
     ///   - deadline: when given, a wait for a lock held by another process ends there (the
     ///     store's busy timeout applies too).
     /// - Returns: the body's result.
     /// - Throws: ``StoreError``; the transaction rolled back whole.
     @discardableResult
     public func write<T>(
-        fencedBy epoch: Int64? = nil, deadline: ContinuousClock.Instant? = nil,
+        _ access: WriteAccess, deadline: ContinuousClock.Instant? = nil,
         _ body: (StoreTransaction) throws -> T
     ) throws -> T {
         do {
             return try pool.writeWithoutTransaction { db in
-                try immediate(db, fencedBy: epoch, deadline: deadline, body)
+                try immediate(db, access, deadline: deadline, body)
             }
         } catch let error as DatabaseError {
             throw StoreError.from(error, context: "writing")
         }
     }
 
-    /// The async form of ``write(fencedBy:deadline:_:)``: suspends instead of blocking while the
+    /// The async form of ``write(_:deadline:_:)``: suspends instead of blocking while the
     /// write connection is busy.
     @discardableResult
     public func write<T: Sendable>(
-        fencedBy epoch: Int64? = nil, deadline: ContinuousClock.Instant? = nil,
+        _ access: WriteAccess, deadline: ContinuousClock.Instant? = nil,
         _ body: @escaping @Sendable (StoreTransaction) throws -> T
     ) async throws -> T {
         do {
             return try await pool.writeWithoutTransaction { db in
-                try self.immediate(db, fencedBy: epoch, deadline: deadline, body)
+                try self.immediate(db, access, deadline: deadline, body)
             }
         } catch let error as DatabaseError {
             throw StoreError.from(error, context: "writing")
         }
     }
 
-    /// One IMMEDIATE transaction: refuse a store file that changed under us, check the fence,
-    /// run the body, record the commit (unless it is the lease's own bookkeeping, which the
-    /// lease history records), and let an injected fault fail the commit.
+    /// ``write(_:deadline:_:)`` outside any lease: for a store only this process writes, and
+    /// for tools that mean it.
+    @discardableResult
+    public func writeUnleased<T>(
+        deadline: ContinuousClock.Instant? = nil, _ body: (StoreTransaction) throws -> T
+    ) throws -> T {
+        try write(.unleased, deadline: deadline, body)
+    }
+
+    /// The async form of ``writeUnleased(deadline:_:)``.
+    @discardableResult
+    public func writeUnleased<T: Sendable>(
+        deadline: ContinuousClock.Instant? = nil, _ body: @escaping @Sendable (StoreTransaction) throws -> T
+    ) async throws -> T {
+        try await write(.unleased, deadline: deadline, body)
+    }
+
+    /// One IMMEDIATE transaction: refuse a store file that changed under us, admit the write
+    /// (its fence), run the body, record the commit (unless it is the lease's own bookkeeping,
+    /// which the lease history records), and let an injected fault fail the commit.
     func immediate<T>(
-        _ db: Database, fencedBy epoch: Int64?, deadline: ContinuousClock.Instant? = nil, logged: Bool = true,
+        _ db: Database, _ access: WriteAccess, deadline: ContinuousClock.Instant? = nil, logged: Bool = true,
         _ body: (StoreTransaction) throws -> T
     ) throws -> T {
+        if case .none = access {
+            throw StoreError(.staleEpoch, "this process does not hold the writer lease; nothing was written")
+        }
         if let problem = writeGuard.identity.problem() {
             throw StoreError(.storeFileChanged, "\(problem); nothing was written, and nothing will be")
         }
@@ -162,89 +183,58 @@ public final class SharedStore: Sendable {
         let stop = logged && writeGuard.faults.takeStopRequest()
         var result: T?
         var began: ContinuousClock.Instant?
+        var recorded: LeaseFence?
         defer { if let began { writeGuard.noteTransaction(ContinuousClock.now - began) } }
         try db.inTransaction(.immediate) {
             began = ContinuousClock.now
             let transaction = StoreTransaction(db: db)
-            try transaction.checkFence(epoch)
+            if case .lease(let fence) = access, try fence.admit(transaction) { recorded = fence }
             result = try body(transaction)
-            if logged { try transaction.recordCommit(fencedBy: epoch) }
+            if logged { try transaction.recordCommit(fencedBy: access.epoch) }
             // Thread-directed, so this thread stops before it returns (a process-directed
             // SIGSTOP may be taken by another thread while this one commits).
             if stop { pthread_kill(pthread_self(), SIGSTOP) }
             if let fault { try writeGuard.faults.raise(fault) }
             return .commit
         }
+        // Committed: only now is the holding in the store.
+        recorded?.markRecorded()
         return result!
     }
 
     // MARK: - Lease bookkeeping
 
-    /// Records that `name` (process `pid`) took the writer lease, in a transaction of its own
-    /// that is not a data commit (no change-sequence bump, no commit-log row: the lease history
-    /// is its record). Call only while holding the lease lock.
-    ///
-    /// The take is timed when its transaction holds SQLite's write lock, so it never predates
-    /// the release it follows, even when it had to wait for that release's commit.
-    ///
-    /// - Parameter stillHeld: asked inside the transaction, which serializes with takeovers:
-    ///   false (the lock file was replaced by a takeover since it was locked) rolls back.
-    /// - Returns: the new epoch and when it was taken (ms since 1970).
-    /// - Throws: `staleEpoch` when `stillHeld` said no.
-    public func beginLeaseEpoch(
-        name: String, pid: Int32, stillHeld: () -> Bool = { true }
-    ) throws -> (epoch: Int64, acquired: Int64) {
-        try bookkeeping { transaction in
-            guard stillHeld() else {
-                throw StoreError(
-                    .staleEpoch, "the writer lock was taken over before this process recorded its lease")
-            }
-            return (try transaction.beginLeaseEpoch(name: name, pid: pid), transaction.now)
-        }
-    }
-
     /// Takes the writer lease over from a holder that stopped renewing it: in one `IMMEDIATE`
-    /// transaction, checks that the epoch is still `expected` (and, with `requireOpen`, that
-    /// its interval is still open: not released meanwhile), starts the next epoch (closing the
-    /// old interval as `taken-over`), and runs `install` (which puts this process's lock file
-    /// in place) before committing. Two takers serialize on the transaction, so at most one
-    /// wins; the old holder's fenced writes fail from the commit on.
+    /// transaction, checks that the store's epoch is still `expected`, records `epoch` (closing
+    /// the interval of `expected` as `closing` says, or as taken over now), and runs `install`
+    /// (which checks that the holder still looks the same and puts this process's lock file in
+    /// place) before committing. Two takers serialize on the transaction, so at most one wins;
+    /// the old holder's fenced writes fail from the commit on.
     ///
     /// - Parameter deadline: how long to wait for SQLite's write lock (a holder frozen inside a
     ///   write transaction keeps it: the caller gets `busy` and can say so).
-    /// - Returns: the new epoch and when it was taken, or nil when the lease moved meanwhile.
+    /// - Returns: when the lease was taken (ms since 1970), or nil when it moved meanwhile.
     public func takeOverLease(
-        from expected: Int64, requireOpen: Bool, name: String, pid: Int32,
+        from expected: Int64, epoch: Int64, closing: LeaseClosing?, name: String, pid: Int32,
         deadline: ContinuousClock.Instant, install: () throws -> Void
-    ) throws -> (epoch: Int64, acquired: Int64)? {
-        try bookkeeping(deadline: deadline) { transaction in
-            guard try transaction.leaseEpoch() == expected else { return nil }
-            if requireOpen, try !transaction.isLeaseEpochOpen(expected) { return nil }
-            let epoch = try transaction.beginLeaseEpoch(name: name, pid: pid)
-            try install()
-            return (epoch, transaction.now)
-        }
-    }
-
-    /// Closes the history row of `epoch`, like ``beginLeaseEpoch(name:pid:)`` not a data
-    /// commit. Call before unlocking the lease.
-    ///
-    /// - Parameter deadline: a lock held by another process is waited for until then at most
-    ///   (a release must not hang on a store locked elsewhere; the row then stays open and the
-    ///   next holder closes it).
-    public func endLeaseEpoch(_ epoch: Int64, deadline: ContinuousClock.Instant? = nil) throws {
-        try bookkeeping(deadline: deadline) { try $0.endLeaseEpoch(epoch) }
-    }
-
-    private func bookkeeping<T>(
-        deadline: ContinuousClock.Instant? = nil, _ body: (StoreTransaction) throws -> T
-    ) throws -> T {
+    ) throws -> Int64? {
         do {
             return try pool.writeWithoutTransaction { db in
-                try immediate(db, fencedBy: nil, deadline: deadline, logged: false, body)
+                try immediate(db, .unleased, deadline: deadline, logged: false) { transaction in
+                    guard try transaction.leaseEpoch() == expected else { return nil }
+                    let now = transaction.now
+                    let closes =
+                        closing?.epoch == expected
+                        ? closing! : LeaseClosing(epoch: expected, at: now, kind: .takenOver)
+                    let acquired = max(now, closes.at)
+                    try transaction.recordLeaseEpoch(
+                        epoch, name: name, pid: pid, acquired: acquired, closing: closes)
+                    try install()
+                    return acquired
+                }
             }
         } catch let error as DatabaseError {
-            throw StoreError.from(error, context: "recording the writer lease")
+            throw StoreError.from(error, context: "taking the writer lease over")
         }
     }
 

@@ -24,17 +24,6 @@ public final class StoreTransaction: StoreReader {
     /// When the transaction began (ms since 1970): the time its commit is logged with.
     public let now = Clock.nowMillis()
 
-    func checkFence(_ epoch: Int64?) throws {
-        guard let epoch else { return }
-        let current = try leaseEpoch()
-        guard current == epoch else {
-            throw StoreError(
-                .staleEpoch,
-                "the writer lease moved to epoch \(current) while this process held epoch \(epoch); nothing was written"
-            )
-        }
-    }
-
     /// Bumps the change sequence and appends this commit to the commit log (who committed,
     /// under which epoch), keeping the newest ``CommitRecord/retained`` rows (trimmed once every
     /// ``CommitRecord/trimInterval`` commits, so most commits touch only the log's newest page).

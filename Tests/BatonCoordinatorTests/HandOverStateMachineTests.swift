@@ -10,7 +10,7 @@ struct HandOverStateMachineTests {
         #expect(machine.lifecycle(.foreground) == [.publish, .startAcquiring])
         #expect(machine.phase == .waitingForLease)
         #expect(machine.lifecycle(.foreground) == [])
-        #expect(machine.leaseAcquired() == [.becomeWriter, .publish])
+        #expect(machine.leaseAcquired(.testing(1)) == [.becomeWriter, .publish])
         #expect(machine.phase == .writer)
     }
 
@@ -18,7 +18,7 @@ struct HandOverStateMachineTests {
     func backgroundReleases() {
         var machine = HandOverStateMachine()
         _ = machine.lifecycle(.foreground)
-        _ = machine.leaseAcquired()
+        _ = machine.leaseAcquired(.testing(1))
         #expect(machine.lifecycle(.background) == [.publish, .stopAndRelease(.background)])
         #expect(machine.phase == .releasing)
         #expect(machine.lifecycle(.background) == [])
@@ -30,7 +30,7 @@ struct HandOverStateMachineTests {
     func flipDuringRelease() {
         var machine = HandOverStateMachine()
         _ = machine.lifecycle(.foreground)
-        _ = machine.leaseAcquired()
+        _ = machine.leaseAcquired(.testing(1))
         _ = machine.lifecycle(.background)
         #expect(machine.lifecycle(.foreground) == [])
         #expect(machine.released() == [.publish, .startAcquiring])
@@ -42,7 +42,7 @@ struct HandOverStateMachineTests {
         var machine = HandOverStateMachine()
         _ = machine.lifecycle(.foreground)
         #expect(machine.lifecycle(.background) == [.cancelAcquiring, .publish])
-        #expect(machine.leaseAcquired() == [.releaseUnused])
+        #expect(machine.leaseAcquired(.testing(1)) == [.releaseUnused])
         #expect(machine.phase == .background)
     }
 
@@ -50,7 +50,7 @@ struct HandOverStateMachineTests {
     func priorityYield() {
         var machine = HandOverStateMachine()
         _ = machine.lifecycle(.foreground)
-        _ = machine.leaseAcquired()
+        _ = machine.leaseAcquired(.testing(1))
         #expect(machine.higherPriorityWaiting() == [.publish, .stopAndRelease(.yield)])
         #expect(machine.released() == [.publish, .startAcquiring])
         #expect(machine.phase == .waitingForLease)
@@ -63,7 +63,7 @@ struct HandOverStateMachineTests {
         var machine = HandOverStateMachine()
         _ = machine.lifecycle(.foreground)
         if asWriter {
-            _ = machine.leaseAcquired()
+            _ = machine.leaseAcquired(.testing(1))
             #expect(machine.shutdown() == [.publish, .stopAndRelease(.shutdown)])
             #expect(machine.lifecycle(.foreground) == [])
             #expect(machine.released() == [.publish, .exit])
@@ -121,5 +121,78 @@ struct LeaseAuditTests {
         #expect(
             LeaseAudit.checkCommits(Array(clean.prefix(2)) + [afterRelease], history: history, strict: false)
                 .violations.map(\.problem).contains { $0.contains("after the lease ended") })
+    }
+}
+
+extension WriterLease.Held {
+    /// A holding of `epoch` for the pure state-machine tests (never written through).
+    static func testing(_ epoch: Int64, takenOver: Int64? = nil) -> WriterLease.Held {
+        WriterLease.Held(
+            fence: LeaseFence(
+                epoch: epoch, holder: "test", pid: 1, granted: 0, previous: epoch - 1, closing: nil,
+                stillHeld: { true }),
+            takeover: takenOver.map {
+                WriterLease.Takeover(
+                    epoch: $0, name: "frozen", pid: 2, holderState: .stopped, silentMillis: 2000)
+            })
+    }
+}
+
+@Suite("Hand-over state machine: the held lease (no I/O)")
+struct HeldLeaseMachineTests {
+    @Test("the machine holds the lease exactly from its acquisition to its release")
+    func heldFollowsPhases() {
+        var machine = HandOverStateMachine()
+        #expect(machine.held == nil)
+        _ = machine.lifecycle(.foreground)
+        #expect(machine.held == nil)
+        let first = WriterLease.Held.testing(1)
+        _ = machine.leaseAcquired(first)
+        #expect(machine.held == first)
+        _ = machine.lifecycle(.background)
+        #expect(machine.phase == .releasing)
+        #expect(machine.held == first, "still held while its syncs stop")
+        _ = machine.released()
+        #expect(machine.held == nil)
+    }
+
+    @Test("a lease that arrives unwanted, or a second one, is never the machine's")
+    func unwantedLease() {
+        var machine = HandOverStateMachine()
+        #expect(machine.leaseAcquired(.testing(1)) == [.releaseUnused])
+        #expect(machine.held == nil)
+        _ = machine.lifecycle(.foreground)
+        let first = WriterLease.Held.testing(2)
+        _ = machine.leaseAcquired(first)
+        #expect(machine.leaseAcquired(.testing(3)) == [.releaseUnused])
+        #expect(machine.held == first)
+    }
+
+    @Test("a takeover is held like any lease; taken over in turn, it stays held (fenced) until released")
+    func takeoverThenFenced() {
+        var machine = HandOverStateMachine()
+        _ = machine.lifecycle(.foreground)
+        let taken = WriterLease.Held.testing(5, takenOver: 4)
+        #expect(machine.leaseAcquired(taken) == [.becomeWriter, .publish])
+        #expect(machine.held?.takeover?.epoch == 4)
+        #expect(machine.leaseLost(takenOver: true) == [.publish, .stopAndRelease(.fenced)])
+        #expect(machine.phase == .fenced)
+        #expect(machine.held == taken)
+        #expect(machine.released() == [.publish, .startAcquiring])
+        #expect(machine.held == nil)
+        #expect(machine.leaseAcquired(.testing(7)) == [.becomeWriter, .publish])
+        #expect(machine.held?.epoch == 7)
+    }
+
+    @Test("shutdown while fenced: exits once released, holding nothing")
+    func shutdownWhileFenced() {
+        var machine = HandOverStateMachine()
+        _ = machine.lifecycle(.foreground)
+        _ = machine.leaseAcquired(.testing(1))
+        _ = machine.leaseLost(takenOver: true)
+        #expect(machine.shutdown() == [])
+        #expect(machine.released() == [.publish, .exit])
+        #expect(machine.phase == .finished)
+        #expect(machine.held == nil)
     }
 }

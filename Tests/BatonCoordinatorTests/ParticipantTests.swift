@@ -37,7 +37,8 @@ struct TestParticipant {
         maxRetryDelay: Duration = .seconds(30)
     ) throws {
         store = try SharedStore.open(directory: shared, logger: logger)
-        manager = SyncManager(store: store, targetFactory: RESTTargetFactory(client: client), logger: logger)
+        manager = SyncManager(
+            store: store, access: .none, targetFactory: RESTTargetFactory(client: client), logger: logger)
         let target = try SoqlSyncDownTarget(
             client: client, query: "SELECT Id, Name FROM Account", batchSize: batchSize)
         let configuration = ParticipantConfiguration(
@@ -116,7 +117,7 @@ struct ParticipantTests {
 
         let store = try SharedStore.open(directory: shared, logger: quiet)
         let manager = SyncManager(
-            store: store, targetFactory: RESTTargetFactory(client: client), logger: quiet)
+            store: store, access: .none, targetFactory: RESTTargetFactory(client: client), logger: quiet)
         let target = try SoqlSyncDownTarget(
             client: client, query: "SELECT Id, Name FROM Account", batchSize: 10)
         let participant = try Participant(

@@ -162,7 +162,7 @@ struct LostLeaseMachineTests {
     func writer() -> HandOverStateMachine {
         var machine = HandOverStateMachine()
         _ = machine.lifecycle(.foreground)
-        _ = machine.leaseAcquired()
+        _ = machine.leaseAcquired(.testing(1))
         return machine
     }
 
@@ -176,7 +176,7 @@ struct LostLeaseMachineTests {
         #expect(machine.lifecycle(.foreground) == [])
         #expect(machine.released() == [.publish, .startAcquiring])
         #expect(machine.phase == .waitingForLease)
-        #expect(machine.leaseAcquired() == [.becomeWriter, .publish])
+        #expect(machine.leaseAcquired(.testing(1)) == [.becomeWriter, .publish])
     }
 
     @Test("taken over, then sent to the background meanwhile: background once stopped")
@@ -229,22 +229,30 @@ struct LeaseTakeoverTests {
         fixture = try WriterLeaseTests.Fixture()
     }
 
-    /// A holder that locked the lease file, recorded its epoch, beat once at `beatAge` ago and
-    /// then went silent, as a frozen process would.
-    func frozenHolder(beatAge: Duration = .seconds(10)) throws -> (lock: FileLock, epoch: Int64) {
+    /// A holder that locked the lease file, recorded its epoch (unless `recorded` is false: it
+    /// froze before its first write), beat once at `beatAge` ago and then went silent, as a
+    /// frozen process would.
+    func frozenHolder(beatAge: Duration = .seconds(10), recorded: Bool = true) throws -> (
+        lock: FileLock, fence: LeaseFence
+    ) {
         let lock = try FileLock(path: shared.writerLockPath)
         #expect(try lock.tryLock())
-        let (epoch, _) = try store.beginLeaseEpoch(name: "frozen", pid: getpid())
+        let previous = try store.read { try $0.leaseEpoch() }
+        let fence = LeaseFence(
+            epoch: previous + 1, holder: "frozen", pid: getpid(), granted: Clock.nowMillis(),
+            previous: previous, closing: nil, stillHeld: { lock.isStillAtPath })
+        if recorded { try store.write(.lease(fence)) { try $0.registerSoup("frozen", indexSpecs: []) } }
         let age = UInt64(beatAge.components.seconds) * 1_000_000_000
         let record = HeartbeatRecord(
-            pid: getpid(), epoch: epoch, beat: MonotonicClock.nanos() - age, termMillis: 200)
+            pid: getpid(), epoch: fence.epoch, beat: MonotonicClock.nanos() - age, termMillis: 200)
         lock.overwrite(record.line)
-        return (lock, epoch)
+        return (lock, fence)
     }
 
     @Test("a silent holder is taken over: next epoch, old interval taken-over, its fenced writes fail")
     func takeover() async throws {
-        let (old, epoch) = try frozenHolder()
+        let (old, fence) = try frozenHolder()
+        let epoch = fence.epoch
         let taker = try WriterLease(directory: shared, store: store, name: "taker", term: .milliseconds(200))
         let held = try await taker.acquire(deadline: .now + .seconds(20))
         #expect(held.epoch == epoch + 1)
@@ -255,7 +263,7 @@ struct LeaseTakeoverTests {
         let history = try await store.read { try $0.leaseHistory() }
         #expect(history.map(\.releaseKind) == ["taken-over", nil])
         #expect(throws: StoreError.self) {
-            try store.write(fencedBy: epoch) { try $0.registerSoup("late", indexSpecs: []) }
+            try store.write(.lease(fence)) { try $0.registerSoup("late", indexSpecs: []) }
         }
         // The taker's heartbeat is in the lock file, naming its epoch.
         let record = HeartbeatRecord.read(at: shared.writerLockPath)
@@ -263,13 +271,33 @@ struct LeaseTakeoverTests {
         #expect(record?.takenOver == epoch)
         taker.release(held)
         old.unlock()
-        let after = try await store.read { try $0.leaseHistory() }
+        let after = try LeaseHistory.read(store: store, directory: shared)
+        #expect(after.map(\.releaseKind) == ["taken-over", "released"])
         #expect(LeaseAudit.check(after).isEmpty)
+    }
+
+    @Test("a holder frozen before its first write is taken over; thawed, its fence never records")
+    func takeoverBeforeFirstWrite() async throws {
+        let (old, fence) = try frozenHolder(recorded: false)
+        let taker = try WriterLease(directory: shared, store: store, name: "taker", term: .milliseconds(200))
+        let held = try await taker.acquire(deadline: .now + .seconds(20))
+        // The epoch the frozen holder took is never reused, and the thawed one names it.
+        #expect(held.epoch == fence.epoch + 1)
+        #expect(held.takeover?.epoch == fence.epoch)
+        #expect(HeartbeatRecord.read(at: shared.writerLockPath)?.takenOver == fence.epoch)
+        #expect {
+            try store.write(.lease(fence)) { try $0.registerSoup("late", indexSpecs: []) }
+        } throws: { ($0 as? StoreError)?.code == .staleEpoch }
+        #expect(!fence.isRecorded)
+        #expect(try await store.read { try $0.leaseHistory() }.map(\.epoch) == [held.epoch])
+        try await store.write(held.access) { try $0.registerSoup("taker", indexSpecs: []) }
+        taker.release(held)
+        old.unlock()
     }
 
     @Test("two takers of one silent holder: exactly one wins, the other waits on the new lock")
     func twoTakers() async throws {
-        let (old, epoch) = try frozenHolder()
+        let (old, fence) = try frozenHolder()
         let first = try WriterLease(directory: shared, store: store, name: "one", term: .milliseconds(200))
         let second = try WriterLease(directory: shared, store: store, name: "two", term: .milliseconds(200))
         async let a = try? first.acquire(deadline: .now + .seconds(3))
@@ -277,7 +305,7 @@ struct LeaseTakeoverTests {
         let winners = await [a, b].compactMap { $0 }
         // The winner keeps beating, so the loser is never allowed to take it over in turn.
         #expect(winners.count == 1)
-        #expect(winners.first?.epoch == epoch + 1)
+        #expect(winners.first?.epoch == fence.epoch + 1)
         let history = try await store.read { try $0.leaseHistory() }
         #expect(history.count == 2)
         for lease in [first, second] { if let held = lease.current { lease.release(held) } }
@@ -288,6 +316,7 @@ struct LeaseTakeoverTests {
     func liveHolderIsNotTakenOver() async throws {
         let holder = try WriterLease(directory: shared, store: store, name: "live", term: .milliseconds(200))
         let held = try await holder.acquire()
+        try await store.write(held.access) { try $0.registerSoup("live", indexSpecs: []) }
         let waiter = try WriterLease(
             directory: shared, store: store, name: "waiter", term: .milliseconds(200))
         await #expect(throws: CoordinatorError.self) {
@@ -299,24 +328,27 @@ struct LeaseTakeoverTests {
         let next = try await waiting.value
         #expect(next.takeover == nil)
         #expect(next.epoch == held.epoch + 1)
+        try await store.write(next.access) { try $0.registerSoup("waiter", indexSpecs: []) }
         waiter.release(next)
-        let history = try await store.read { try $0.leaseHistory() }
+        let history = try LeaseHistory.read(store: store, directory: shared)
         #expect(history.map(\.releaseKind) == ["released", "released"])
     }
 
-    @Test("a takeover that finds the epoch moved, or the interval closed, takes nothing")
+    @Test("a takeover that finds the epoch moved, or the holder changed, takes nothing")
     func movedLease() throws {
-        let (old, epoch) = try frozenHolder()
+        let (old, fence) = try frozenHolder()
+        let epoch = fence.epoch
         let wrongEpoch = try store.takeOverLease(
-            from: epoch + 5, requireOpen: true, name: "x", pid: 1, deadline: .now + .seconds(1)
+            from: epoch + 5, epoch: epoch + 6, closing: nil, name: "x", pid: 1, deadline: .now + .seconds(1)
         ) { Issue.record("installed a lock file for a lease that moved") }
         #expect(wrongEpoch == nil)
-        try store.endLeaseEpoch(epoch)
-        let closed = try store.takeOverLease(
-            from: epoch, requireOpen: true, name: "x", pid: 1, deadline: .now + .seconds(1)
-        ) { Issue.record("took over a lease released meanwhile") }
-        #expect(closed == nil)
+        #expect(throws: StoreError.self) {
+            _ = try store.takeOverLease(
+                from: epoch, epoch: epoch + 1, closing: nil, name: "x", pid: 1, deadline: .now + .seconds(1)
+            ) { throw StoreError(.staleEpoch, "the holder beat since") }
+        }
         #expect(try store.read { try $0.leaseEpoch() } == epoch)
+        #expect(try store.read { try $0.leaseHistory() }.count == 1)
         old.unlock()
     }
 
@@ -325,10 +357,43 @@ struct LeaseTakeoverTests {
         let lock = try FileLock(path: shared.writerLockPath)
         #expect(try lock.tryLock())
         try FileManager.default.removeItem(atPath: shared.writerLockPath)
+        let fence = LeaseFence(
+            epoch: 1, holder: "late", pid: getpid(), granted: Clock.nowMillis(), previous: 0, closing: nil,
+            stillHeld: { lock.isStillAtPath })
         #expect(throws: StoreError.self) {
-            _ = try store.beginLeaseEpoch(name: "late", pid: getpid()) { lock.isStillAtPath }
+            try store.write(.lease(fence)) { try $0.registerSoup("late", indexSpecs: []) }
         }
         #expect(try store.read { try $0.leaseEpoch() } == 0)
         lock.unlock()
+    }
+
+    @Test(
+        "a release is recorded by the next holder's first write, from the lock file; a holder that never writes passes it on"
+    )
+    func releaseRecordedByNextHolder() async throws {
+        let a = try WriterLease(directory: shared, store: store, name: "a", term: .milliseconds(200))
+        let b = try WriterLease(directory: shared, store: store, name: "b", term: .milliseconds(200))
+        let c = try WriterLease(directory: shared, store: store, name: "c", term: .milliseconds(200))
+        let first = try await a.acquire()
+        try await store.write(first.access) { try $0.registerSoup("a", indexSpecs: []) }
+        a.release(first)
+        // Released, but only the lock file says so yet.
+        #expect(try await store.read { try $0.leaseHistory() }.last?.released == nil)
+        let folded = try LeaseHistory.read(store: store, directory: shared)
+        #expect(folded.last?.releaseKind == "released")
+        let releasedAt = try #require(folded.last?.released)
+        // b holds the lease and lets go without writing: nothing of it reaches the store.
+        let second = try await b.acquire()
+        #expect(second.epoch == first.epoch + 1)
+        b.release(second)
+        let third = try await c.acquire()
+        #expect(third.epoch == second.epoch + 1, "an epoch taken without writing is not reused")
+        try await store.write(third.access) { try $0.registerSoup("c", indexSpecs: []) }
+        let history = try await store.read { try $0.leaseHistory() }
+        #expect(history.map(\.epoch) == [first.epoch, third.epoch])
+        #expect(history.first?.releaseKind == "released")
+        #expect(history.first?.released == releasedAt)
+        #expect(LeaseAudit.check(history).isEmpty)
+        c.release(third)
     }
 }

@@ -8,7 +8,7 @@ struct CheckpointTests {
     func writePages(_ store: SharedStore) throws {
         let filler = String(repeating: "x", count: 3000)
         for batch in 0..<50 {
-            try store.write { transaction in
+            try store.writeUnleased { transaction in
                 for index in 0..<50 {
                     try transaction.upsert(
                         ["n": .int(Int64(batch * 50 + index)), "f": .string(filler)], into: "s")

@@ -25,9 +25,9 @@ struct DirtyRecordTests {
         let fixture = try StoreFixture()
         let store = fixture.store
         try store.registerSoup("contacts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
-        let clean = try store.upsert(LocalFlags.clean(["Id": "1"], syncId: 1), into: "contacts")
-        let created = try store.upsert(LocalFlags.markCreated(["Name": "new"]), into: "contacts")
-        let deleted = try store.upsert(LocalFlags.markDeleted(["Id": "2"]), into: "contacts")
+        let clean = try store.upsertUnleased(LocalFlags.clean(["Id": "1"], syncId: 1), into: "contacts")
+        let created = try store.upsertUnleased(LocalFlags.markCreated(["Name": "new"]), into: "contacts")
+        let deleted = try store.upsertUnleased(LocalFlags.markDeleted(["Id": "2"]), into: "contacts")
         let dirty = try store.read { try $0.dirtyEntries(in: "contacts") }
         #expect(Set(dirty.map(\.entryId)) == [created.entryId, deleted.entryId])
         #expect(

@@ -1,46 +1,114 @@
-import BatonStore
+@_spi(Faults) import BatonStore
 import Foundation
 import Testing
 
 @Suite("Lease table and fencing")
 struct LeaseRecordTests {
+    /// A holding as a lease grants it: `epoch` over the store's `previous`.
+    static func fence(
+        _ epoch: Int64, over previous: Int64, holder: String = "host", pid: Int32 = getpid(),
+        closing: LeaseClosing? = nil, stillHeld: @escaping @Sendable () -> Bool = { true }
+    ) -> LeaseFence {
+        LeaseFence(
+            epoch: epoch, holder: holder, pid: pid, granted: Clock.nowMillis(), previous: previous,
+            closing: closing, stillHeld: stillHeld)
+    }
+
     @Test("epochs increase, history closes, and a fenced write with a stale epoch rolls back")
     func epochsAndFencing() throws {
         let fixture = try StoreFixture()
         let store = fixture.store
         try store.registerSoup("s", indexSpecs: [])
-        let first = try store.write { try $0.beginLeaseEpoch(name: "host", pid: 1) }
-        try store.write(fencedBy: first) { try $0.upsert(["a": 1], into: "s") }
-        // The holder dies without releasing; the next taker closes its interval.
-        let second = try store.write { try $0.beginLeaseEpoch(name: "ext", pid: 2) }
-        #expect(second == first + 1)
+        let first = Self.fence(1, over: 0, pid: 1)
+        try store.write(.lease(first)) { try $0.upsert(["a": 1], into: "s") }
+        #expect(first.isRecorded)
+        // The holder dies without releasing; the next holder's first write closes its interval.
+        let second = Self.fence(2, over: 1, holder: "ext", pid: 2)
+        try store.write(.lease(second)) { try $0.upsert(["a": 2], into: "s") }
         #expect {
-            try store.write(fencedBy: first) { try $0.upsert(["a": 2], into: "s") }
+            try store.write(.lease(first)) { try $0.upsert(["a": 3], into: "s") }
         } throws: { ($0 as? StoreError)?.code == .staleEpoch }
-        #expect(try store.count(in: "s") == 1)
-        try store.write { try $0.endLeaseEpoch(second) }
+        #expect(try store.count(in: "s") == 2)
+        // The third holder learned from the lock file that the second let go, and when.
+        let releasedAt = Clock.nowMillis()
+        let third = Self.fence(
+            3, over: 2, holder: "host", closing: LeaseClosing(epoch: 2, at: releasedAt, kind: .released))
+        try store.write(.lease(third)) { try $0.upsert(["a": 4], into: "s") }
         let history = try store.read { try $0.leaseHistory() }
-        #expect(history.map(\.epoch) == [first, second])
-        #expect(history.map(\.releaseKind) == ["taken-over", "released"])
-        #expect(history.allSatisfy { $0.released != nil })
+        #expect(history.map(\.epoch) == [1, 2, 3])
+        #expect(history.map(\.releaseKind) == ["taken-over", "released", nil])
+        #expect(history[1].released == releasedAt)
+        #expect(history[2].acquired >= releasedAt)
     }
 
-    @Test("taking and releasing the lease are not data commits: no change-sequence bump, no log row")
-    func bookkeepingIsNotLogged() throws {
+    @Test("a turn of the lease costs no transaction of its own: the first write records the holding")
+    func holdingRecordedByFirstWrite() throws {
         let fixture = try StoreFixture()
         let store = fixture.store
         try store.registerSoup("s", indexSpecs: [])
-        let before = try store.read { (try $0.changeSequence(), try $0.commitLog().count) }
-        let epoch = try store.beginLeaseEpoch(name: "host", pid: getpid()).epoch
-        try store.endLeaseEpoch(epoch)
-        let after = try store.read { (try $0.changeSequence(), try $0.commitLog().count) }
-        #expect(after == before)
-        let history = try store.read { try $0.leaseHistory() }
-        #expect(history.map(\.epoch) == [epoch])
-        #expect(history.first?.releaseKind == "released")
-        // The next data commit is logged under the epoch taken.
-        try store.write(fencedBy: epoch) { try $0.upsert(["a": 1], into: "s") }
-        #expect(try store.read { try $0.commitLog().last?.fencedEpoch } == epoch)
+        func snapshot() throws -> (Int64, Int, Int) {
+            try store.read {
+                (try $0.changeSequence(), try $0.commitLog().count, try $0.leaseHistory().count)
+            }
+        }
+        let before = try snapshot()
+        let fence = Self.fence(1, over: 0)
+        // Granting writes nothing.
+        #expect(try snapshot() == before)
+        #expect(!fence.isRecorded)
+        try store.write(.lease(fence)) { try $0.upsert(["a": 1], into: "s") }
+        let after = try snapshot()
+        // One commit: the data and the holding together.
+        #expect(after == (before.0 + 1, before.1 + 1, before.2 + 1))
+        #expect(try store.read { try $0.leaseEpoch() } == 1)
+        #expect(try store.read { try $0.commitLog().last?.fencedEpoch } == 1)
+        try store.write(.lease(fence)) { try $0.upsert(["a": 2], into: "s") }
+        #expect(try store.read { try $0.leaseHistory().count } == before.2 + 1)
+    }
+
+    @Test(
+        "a holding whose lock was replaced, or whose store epoch moved, before its first write never records")
+    func unrecordedHoldingFenced() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        try store.registerSoup("s", indexSpecs: [])
+        let replaced = Self.fence(1, over: 0, stillHeld: { false })
+        #expect {
+            try store.write(.lease(replaced)) { try $0.upsert(["a": 1], into: "s") }
+        } throws: { ($0 as? StoreError)?.code == .staleEpoch }
+        // A taker recorded epoch 2 meanwhile: a holder granted over epoch 0 can never commit.
+        let taker = Self.fence(2, over: 0, holder: "ext")
+        try store.write(.lease(taker)) { try $0.upsert(["a": 2], into: "s") }
+        let late = Self.fence(1, over: 0)
+        #expect {
+            try store.write(.lease(late)) { try $0.upsert(["a": 3], into: "s") }
+        } throws: { ($0 as? StoreError)?.code == .staleEpoch }
+        #expect(!late.isRecorded)
+        #expect(try store.read { try $0.leaseHistory() }.map(\.epoch) == [2])
+        #expect(try store.count(in: "s") == 1)
+        // No access at all writes nothing either.
+        #expect {
+            try store.write(.none) { try $0.upsert(["a": 4], into: "s") }
+        } throws: { ($0 as? StoreError)?.code == .staleEpoch }
+    }
+
+    @Test("a first write whose commit fails leaves the holding unrecorded; the next write records it")
+    func failedFirstWriteRecordsNothing() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        try store.registerSoup("s", indexSpecs: [])
+        let fence = Self.fence(1, over: 0)
+        for kind in StorageFaults.Kind.allCases {
+            store.faults.failWrite(1, with: kind)
+            #expect(throws: StoreError.self) {
+                try store.write(.lease(fence)) { try $0.upsert(["a": 1], into: "s") }
+            }
+            #expect(!fence.isRecorded)
+            #expect(try store.read { try $0.leaseHistory() }.isEmpty)
+        }
+        try store.write(.lease(fence)) { try $0.upsert(["a": 1], into: "s") }
+        #expect(fence.isRecorded)
+        #expect(try store.read { try $0.leaseHistory() }.map(\.epoch) == [1])
     }
 
     @Test(
@@ -49,10 +117,14 @@ struct LeaseRecordTests {
         let fixture = try StoreFixture()
         let store = fixture.store
         try store.registerSoup("s", indexSpecs: [])
-        let epoch = try store.write { try $0.beginLeaseEpoch(name: "host", pid: getpid()) }
-        try store.write(fencedBy: epoch) { try $0.upsert(["a": 1], into: "s") }
+        try store.writeUnleased { try $0.upsert(["a": 0], into: "s") }
+        let stale = Self.fence(1, over: 0)
+        try store.write(.lease(stale)) { try $0.upsert(["a": 1], into: "s") }
+        let fence = Self.fence(2, over: 1)
+        try store.write(.lease(fence)) { try $0.upsert(["a": 1], into: "s") }
+        let epoch = fence.epoch
         #expect(throws: StoreError.self) {
-            try store.write(fencedBy: epoch - 1) { try $0.upsert(["a": 2], into: "s") }
+            try store.write(.lease(stale)) { try $0.upsert(["a": 2], into: "s") }
         }
         let (log, sequence) = try store.read { (try $0.commitLog(), try $0.changeSequence()) }
         #expect(log.map(\.sequence) == Array(1...sequence))

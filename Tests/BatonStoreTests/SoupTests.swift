@@ -17,7 +17,7 @@ struct SoupTests {
     }
 
     func seed(_ count: Int) throws {
-        try store.write { transaction in
+        try store.writeUnleased { transaction in
             for index in 0..<count {
                 try transaction.upsert(
                     [
@@ -31,26 +31,29 @@ struct SoupTests {
 
     @Test("create, read, update and delete by entry id")
     func crud() throws {
-        let created = try store.upsert(["Id": "a", "Name": "First"], into: "accounts")
+        let created = try store.upsertUnleased(["Id": "a", "Name": "First"], into: "accounts")
         #expect(try store.entry(created.entryId, in: "accounts")?.record["Name"] == "First")
-        let updated = try store.upsert(
+        let updated = try store.upsertUnleased(
             ["Id": "a", "Name": "Second"], into: "accounts", entryId: created.entryId)
         #expect(updated.entryId == created.entryId)
         #expect(try store.entry(created.entryId, in: "accounts")?.record["Name"] == "Second")
         #expect(try store.count(in: "accounts") == 1)
-        let deleted = try store.write { try $0.delete(entryIds: [created.entryId], from: "accounts") }
+        let deleted = try store.writeUnleased { try $0.delete(entryIds: [created.entryId], from: "accounts") }
         #expect(deleted == 1)
         #expect(try store.entry(created.entryId, in: "accounts") == nil)
         #expect(throws: StoreError.self) {
-            try store.upsert(["Id": "a"], into: "accounts", entryId: created.entryId)
+            try store.upsertUnleased(["Id": "a"], into: "accounts", entryId: created.entryId)
         }
     }
 
     @Test("upsert by external id updates the matching record instead of inserting")
     func upsertByExternalId() throws {
-        let first = try store.upsert(["Id": "001", "Name": "A"], into: "accounts", externalIdPath: "Id")
-        let second = try store.upsert(["Id": "001", "Name": "B"], into: "accounts", externalIdPath: "Id")
-        let other = try store.upsert(["Id": "002", "Name": "C"], into: "accounts", externalIdPath: "Id")
+        let first = try store.upsertUnleased(
+            ["Id": "001", "Name": "A"], into: "accounts", externalIdPath: "Id")
+        let second = try store.upsertUnleased(
+            ["Id": "001", "Name": "B"], into: "accounts", externalIdPath: "Id")
+        let other = try store.upsertUnleased(
+            ["Id": "002", "Name": "C"], into: "accounts", externalIdPath: "Id")
         #expect(first.entryId == second.entryId)
         #expect(other.entryId != first.entryId)
         #expect(try store.count(in: "accounts") == 2)
@@ -62,7 +65,7 @@ struct SoupTests {
     @Test("an external id path that is not indexed is refused")
     func externalIdMustBeIndexed() throws {
         #expect {
-            try store.upsert(["Other": "x"], into: "accounts", externalIdPath: "Other")
+            try store.upsertUnleased(["Other": "x"], into: "accounts", externalIdPath: "Other")
         } throws: { ($0 as? StoreError)?.code == .notIndexed }
     }
 
@@ -139,18 +142,18 @@ struct SoupTests {
     @Test("dropping a soup removes it and its records")
     func drop() throws {
         try seed(3)
-        try store.write { try $0.dropSoup("accounts") }
+        try store.writeUnleased { try $0.dropSoup("accounts") }
         #expect(try store.read { try $0.soupIfExists("accounts") } == nil)
     }
 
     @Test("every committed write bumps the change sequence")
     func changeSequence() throws {
         let before = try store.changeSequence()
-        try store.upsert(["Id": "x"], into: "accounts")
-        try store.upsert(["Id": "y"], into: "accounts")
+        try store.upsertUnleased(["Id": "x"], into: "accounts")
+        try store.upsertUnleased(["Id": "y"], into: "accounts")
         #expect(try store.changeSequence() == before + 2)
         #expect(throws: StoreError.self) {
-            try store.write { transaction in
+            try store.writeUnleased { transaction in
                 try transaction.upsert(["Id": "z"], into: "accounts")
                 throw StoreError(.interrupted, "rolled back on purpose")
             }

@@ -11,7 +11,7 @@ struct StoreFidelityTests {
             "unicode": "Ünïcödé ✓ 😀", "big": .int(9_007_199_254_740_993), "double": 0.1, "whole": 2.0,
             "nested": ["list": [1, "two", ["three": 3]]], "null": nil, "flag": false,
         ]
-        let entry = try fixture.store.upsert(record, into: "things")
+        let entry = try fixture.store.upsertUnleased(record, into: "things")
         #expect(try fixture.store.entry(entry.entryId, in: "things")?.record == record)
     }
 }

@@ -19,19 +19,21 @@ struct WriteGuardTests {
         try store.registerSoup("s", indexSpecs: [])
         let lock = try ForeignWriteLock(path: store.directory.storePath)
         let waiting = Task.detached {
-            try await store.write { _ = try $0.upsert(["a": 1], into: "s") }
+            try await store.writeUnleased { _ = try $0.upsert(["a": 1], into: "s") }
         }
         // The write is blocked on the lock (60 s busy timeout) until the interrupt arrives.
         store.interrupt()
         await #expect(throws: StoreError.self) { try await waiting.value }
         // A later write waits at most the brief wait, not the busy timeout, until resumed.
         let started = ContinuousClock.now
-        #expect(throws: StoreError.self) { try store.write { _ = try $0.upsert(["a": 2], into: "s") } }
+        #expect(throws: StoreError.self) {
+            try store.writeUnleased { _ = try $0.upsert(["a": 2], into: "s") }
+        }
         let waited = ContinuousClock.now - started
         #expect(waited < .seconds(30), "waited \(waited) of a 60 s busy timeout")
         lock.release()
         store.resumeWrites()
-        try await store.write { _ = try $0.upsert(["a": 3], into: "s") }
+        try await store.writeUnleased { _ = try $0.upsert(["a": 3], into: "s") }
         #expect(try store.count(in: "s") == 1)
     }
 
@@ -40,33 +42,18 @@ struct WriteGuardTests {
         let temp = try TemporaryDirectory()
         let store = try open(temp.path + "/d")
         try store.registerSoup("s", indexSpecs: [])
-        let epoch = try store.beginLeaseEpoch(name: "host", pid: getpid()).epoch
+        let fence = LeaseRecordTests.fence(1, over: 0)
         let lock = try ForeignWriteLock(path: store.directory.storePath)
         #expect(throws: StoreError.self) {
-            try store.endLeaseEpoch(epoch, deadline: .now + .milliseconds(100))
+            try store.write(.lease(fence), deadline: .now + .milliseconds(100)) {
+                _ = try $0.upsert(["a": 1], into: "s")
+            }
         }
         lock.release()
-        #expect(try store.read { try $0.leaseHistory() }.last?.released == nil)
-        try store.endLeaseEpoch(epoch)
-        #expect(try store.read { try $0.leaseHistory() }.last?.released != nil)
-    }
-
-    @Test(
-        "a lease take that waits for SQLite's lock is timed when it gets it, never before a release it waited for"
-    )
-    func leaseTakeTimedInItsTransaction() async throws {
-        let temp = try TemporaryDirectory()
-        let store = try open(temp.path + "/d")
-        let lock = try ForeignWriteLock(path: store.directory.storePath)
-        let take = Task.detached { try store.beginLeaseEpoch(name: "ext", pid: 2) }
-        // The take is under way and blocked on the lock for a while before it is let go.
-        try await Task.sleep(for: .milliseconds(100))  // wait-ok: the take stays blocked a while
-        let releasedAt = Clock.nowMillis()
-        lock.release()
-        let (_, acquired) = try await take.value
-        #expect(
-            acquired >= releasedAt, "timed at \(acquired), the lock it waited for was let go at \(releasedAt)"
-        )
+        #expect(try store.read { try $0.leaseHistory() }.isEmpty)
+        #expect(!fence.isRecorded)
+        try store.write(.lease(fence)) { _ = try $0.upsert(["a": 1], into: "s") }
+        #expect(try store.read { try $0.leaseHistory() }.map(\.epoch) == [1])
     }
 
     @Test("a store file replaced or deleted under an open store: writes are refused by name")
@@ -81,7 +68,7 @@ struct WriteGuardTests {
         #expect(rename(temp.path + "/other/store.sqlite", path) == 0)
         #expect(store.fileProblem()?.contains("replaced") == true)
         #expect {
-            try store.write { _ = try $0.upsert(["a": 1], into: "s") }
+            try store.writeUnleased { _ = try $0.upsert(["a": 1], into: "s") }
         } throws: { ($0 as? StoreError)?.code == .storeFileChanged }
         try FileManager.default.removeItem(atPath: path)
         #expect(store.fileProblem()?.contains("deleted") == true)
@@ -111,14 +98,14 @@ struct WriteGuardTests {
         for kind in StorageFaults.Kind.allCases {
             store.faults.failWrite(1, with: kind)
             #expect(throws: StoreError.self) {
-                try store.write { transaction in
+                try store.writeUnleased { transaction in
                     for index in 0..<10 { _ = try transaction.upsert(["n": .int(Int64(index))], into: "s") }
                 }
             }
         }
         #expect(try store.count(in: "s") == 0)
         #expect(try store.changeSequence() == sequence)
-        try store.write { _ = try $0.upsert(["n": 1], into: "s") }
+        try store.writeUnleased { _ = try $0.upsert(["n": 1], into: "s") }
         #expect(try store.count(in: "s") == 1)
     }
 
@@ -127,10 +114,10 @@ struct WriteGuardTests {
         let temp = try TemporaryDirectory()
         let store = try open(temp.path + "/d")
         try store.registerSoup("s", indexSpecs: [])
-        let entry = try store.upsert(["n": 0], into: "s")
+        let entry = try store.upsertUnleased(["n": 0], into: "s")
         store.faults.fillDisk(true)
         #expect {
-            try store.write { transaction in
+            try store.writeUnleased { transaction in
                 for index in 0..<2_000 {
                     _ = try transaction.upsert(
                         ["n": .int(Int64(index)), "pad": .string(String(repeating: "x", count: 200))],
@@ -138,9 +125,9 @@ struct WriteGuardTests {
                 }
             }
         } throws: { "\($0)".contains("full") }
-        try store.write { _ = try $0.upsert(["n": 7], into: "s", entryId: entry.entryId) }
+        try store.writeUnleased { _ = try $0.upsert(["n": 7], into: "s", entryId: entry.entryId) }
         store.faults.fillDisk(false)
-        try store.write { transaction in
+        try store.writeUnleased { transaction in
             for index in 0..<2_000 { _ = try transaction.upsert(["n": .int(Int64(index))], into: "s") }
         }
         #expect(try store.count(in: "s") == 2_001)

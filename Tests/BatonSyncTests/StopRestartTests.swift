@@ -191,7 +191,7 @@ struct StopRestartTests {
             let created = try await f.manager.createSyncDown(
                 target: target, soupName: "accounts", name: "orphan")
             let id = created.id
-            try await f.store.write { transaction in
+            try await f.store.writeUnleased { transaction in
                 guard var row = try transaction.syncState(id: id) else { return }
                 row.status = "running"
                 try transaction.updateSyncState(row)

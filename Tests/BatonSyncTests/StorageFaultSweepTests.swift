@@ -96,7 +96,7 @@ struct StorageFaultSweepTests {
         let down = try await c.manager.syncDown(
             target: try SoqlSyncDownTarget(client: c.client, query: query), soupName: "accounts")
         _ = await c.manager.waitForSync(id: down.id)
-        try await c.store.write { transaction in
+        try await c.store.writeUnleased { transaction in
             for (index, id) in ids.prefix(3).enumerated() {
                 guard var entry = try transaction.entry(where: "Id", equals: .string(id), in: "accounts")
                 else {
@@ -220,7 +220,7 @@ struct FaultSweep: Sendable {
         let store = try SharedStore.open(
             directory: try SharedDirectory(path: temp.path + "/d"), logger: quiet)
         let manager = SyncManager(
-            store: store, targetFactory: RESTTargetFactory(client: client), logger: quiet)
+            store: store, access: .unleased, targetFactory: RESTTargetFactory(client: client), logger: quiet)
         let faultCase = FaultCase(store: store, manager: manager, client: client)
         let start = Counter()
         let violations = try await withThrowingTaskGroup(of: Void.self) { group in

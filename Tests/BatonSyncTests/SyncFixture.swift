@@ -51,7 +51,8 @@ func withSyncFixture(_ body: @Sendable (SyncFixture) async throws -> Void) async
     var managerLogger = Logger(label: "test.sync")
     managerLogger.logLevel = .warning
     let manager = SyncManager(
-        store: store, targetFactory: RESTTargetFactory(client: client), logger: managerLogger)
+        store: store, access: .unleased, targetFactory: RESTTargetFactory(client: client),
+        logger: managerLogger)
     let fixture = SyncFixture(server: server, client: client, store: store, manager: manager)
     do {
         try await withThrowingTaskGroup(of: Void.self) { group in

@@ -21,7 +21,7 @@ struct SyncUpTests {
         async throws
     {
         let entryId = entry.entryId
-        try await f.store.write { transaction in
+        try await f.store.writeUnleased { transaction in
             guard let current = try transaction.entry(entryId, in: "accounts") else { return }
             try transaction.upsert(change(current.record), into: "accounts", entryId: entryId)
         }
@@ -45,7 +45,7 @@ struct SyncUpTests {
             }
             try await mark(f, local[ids[1]]!) { LocalFlags.markDeleted($0) }
             try f.store.registerSoup("accounts", indexSpecs: [])
-            try f.store.upsert(LocalFlags.markCreated(["Name": "brand new"]), into: "accounts")
+            try f.store.upsertUnleased(LocalFlags.markCreated(["Name": "brand new"]), into: "accounts")
 
             let state = try await runUp(f, batchSize: 1)
             #expect(state.status == .done)
@@ -71,7 +71,7 @@ struct SyncUpTests {
     func createdThenDeleted() async throws {
         try await withSyncFixture { f in
             try f.store.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
-            try f.store.upsert(
+            try f.store.upsertUnleased(
                 LocalFlags.markDeleted(LocalFlags.markCreated(["Name": "ephemeral"])), into: "accounts")
             try await f.client.adminResetStats()
             let requestsBefore = try await f.client.adminStats().value(atPath: "requests")?.intValue ?? 0
@@ -141,8 +141,9 @@ struct SyncUpTests {
     func serverErrorPerRecord() async throws {
         try await withSyncFixture { f in
             try f.store.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
-            try f.store.upsert(LocalFlags.markCreated(["Name": "fine"]), into: "accounts")
-            try f.store.upsert(LocalFlags.markCreated(["Name": "bad", "bad field!": 1]), into: "accounts")
+            try f.store.upsertUnleased(LocalFlags.markCreated(["Name": "fine"]), into: "accounts")
+            try f.store.upsertUnleased(
+                LocalFlags.markCreated(["Name": "bad", "bad field!": 1]), into: "accounts")
             let state = try await runUp(f)
             #expect(state.status == .done)
             let records = try f.store.query(.all, in: "accounts").map(\.record)
@@ -160,7 +161,7 @@ struct SyncUpTests {
     func droppedAfterCommit() async throws {
         try await withSyncFixture { f in
             try f.store.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
-            try f.store.upsert(LocalFlags.markCreated(["Name": "once"]), into: "accounts")
+            try f.store.upsertUnleased(LocalFlags.markCreated(["Name": "once"]), into: "accounts")
             try await f.client.adminSetFaults(["dropAfterCommitNext": 1])
             let state = try await runUp(f)
             #expect(state.status == .done)
@@ -196,7 +197,7 @@ struct SyncUpTests {
     func createFetchedBeforeAcknowledged(editedMeanwhile: Bool) async throws {
         try await withSyncFixture { f in
             try f.store.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
-            let created = try f.store.upsert(
+            let created = try f.store.upsertUnleased(
                 LocalFlags.markCreated(["Name": "new", "BatonExternalId__c": "ext-1"]), into: "accounts")
             // The first attempt committed on the server, but its answer never came back.
             _ = try await f.client.upsert(

@@ -128,7 +128,7 @@ extension HeavyEndToEnd {
         }
 
         @Test(
-            "a stop under a foreign lock releases within its deadline plus 1 s; a peer that cannot record the lease retries"
+            "a stop under a foreign lock releases within its deadline plus 1 s; a peer that cannot write yet retries"
         )
         func stopAndHandOverUnderForeignLock() async throws {
             let f = try await CoordinatorFixture(records: 20_000)
@@ -151,17 +151,19 @@ extension HeavyEndToEnd {
             let released = try #require(f.events("host", "lease.released").first)
             let releaseMs = released["releaseMs"]?.doubleValue ?? .infinity
             #expect(releaseMs <= 1_000 + 1_000, "released after \(releaseMs) ms")
-            // The extension gets the lock but cannot record its epoch while the store is locked:
-            // it says so and keeps trying, instead of sitting in `waiting` with nothing waiting.
-            try await f.waitForLog("ext", "a failed lease record") { log in
-                log.contains { $0["event"] == "lease.failed" }
+            // The extension gets the lease, but its first write (which records the lease) cannot
+            // land while the store is locked: it says so and keeps trying.
+            try await f.waitForLog("ext", "a failed first write") { log in
+                log.contains { $0["event"] == "writer.error" }
             }
             try await f.waitForStatus("ext to publish its problem") { statuses in
-                statuses.contains { $0.name == "ext" && $0.problem?.contains("writer lease") == true }
+                statuses.contains {
+                    $0.name == "ext" && $0.problem?.contains("could not start syncs") == true
+                }
             }
             let status = try await BatonProcess.run(["status", "--dir", f.dir])
             #expect(
-                status.stdout.contains("problem: ext: could not record the writer lease"), "\(status.stdout)")
+                status.stdout.contains("problem: ext: could not start syncs as writer"), "\(status.stdout)")
             lock.release()
             #expect(try await f.wait(["--writer", "ext"]))
             #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))

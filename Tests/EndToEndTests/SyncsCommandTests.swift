@@ -12,7 +12,7 @@ struct SyncsCommandTests {
         let dir = temp.path + "/shared"
         let store = try SharedStore.open(
             directory: try SharedDirectory(path: dir), logger: Logger(label: "test"))
-        try await store.write { transaction in
+        try await store.writeUnleased { transaction in
             _ = try transaction.insertSyncState(
                 SyncStateRow(
                     name: "accounts", type: "syncDown",

@@ -4,16 +4,18 @@ import Synchronization
 
 /// What the lease holder writes into its lock file, renewed every quarter term: who holds it,
 /// under which epoch, when it last beat (`CLOCK_MONOTONIC`, shared by every process of the
-/// machine), and the term it promises to beat within.
+/// machine), and the term it promises to beat within. On release it writes when it let go; the
+/// next holder's first write records that in the lease history, so a turn of the lease costs
+/// no transaction of its own.
 ///
 /// Always ``length`` bytes, written with one `pwrite` over the last one, so a reader never
 /// finds the file empty or half written in practice; a record that does not parse is treated
 /// as unknown, never as proof of life or of death.
 public struct HeartbeatRecord: Sendable, Hashable {
-    public static let length = 128
+    public static let length = 224
 
     public var pid: Int32
-    /// 0 between locking and recording the epoch.
+    /// The holding's epoch. It is in the store's history once its first write committed.
     public var epoch: Int64
     /// `CLOCK_MONOTONIC` nanoseconds.
     public var beat: UInt64
@@ -21,27 +23,38 @@ public struct HeartbeatRecord: Sendable, Hashable {
     /// The epoch this holder took over from a silent holder (0 when it took a free lock): the
     /// old holder, woken, tells a takeover from a deleted lock file by it.
     public var takenOver: Int64
+    /// When the holder let go (ms since 1970); 0 while held (or when it died holding).
+    public var released: Int64
+    /// How the interval before this holding ends, carried until this holding's first write
+    /// records it (a holder that never writes passes it on to the next).
+    public var closing: LeaseClosing?
 
-    public init(pid: Int32, epoch: Int64, beat: UInt64, termMillis: Int64, takenOver: Int64 = 0) {
+    public init(
+        pid: Int32, epoch: Int64, beat: UInt64, termMillis: Int64, takenOver: Int64 = 0, released: Int64 = 0,
+        closing: LeaseClosing? = nil
+    ) {
         self.pid = pid
         self.epoch = epoch
         self.beat = beat
         self.termMillis = termMillis
         self.takenOver = takenOver
+        self.released = released
+        self.closing = closing
     }
 
-    /// The fixed-length line: `baton-lease pid=… epoch=… beat=… term=… from=…`, padded with
-    /// spaces.
+    /// The fixed-length line: `baton-lease pid=… epoch=… beat=… term=… from=… released=…
+    /// close=EPOCH:MS:r|t|-`, padded with spaces.
     public var line: String {
+        let close = closing.map { "\($0.epoch):\($0.at):\($0.kind == .released ? "r" : "t")" } ?? "-"
         let text =
-            "baton-lease pid=\(pid) epoch=\(epoch) beat=\(beat) term=\(termMillis) from=\(takenOver)"
+            "baton-lease pid=\(pid) epoch=\(epoch) beat=\(beat) term=\(termMillis) from=\(takenOver) released=\(released) close=\(close)"
         return text.padding(toLength: Self.length - 1, withPad: " ", startingAt: 0) + "\n"
     }
 
     /// Parses ``line``; nil for anything else (an empty file, a pid written by an older Baton).
     public init?(parsing text: String) {
         let fields = text.split(whereSeparator: \.isWhitespace)
-        guard fields.count == 6, fields[0] == "baton-lease" else { return nil }
+        guard fields.count == 8, fields[0] == "baton-lease" else { return nil }
         var values: [Substring: Substring] = [:]
         for field in fields.dropFirst() {
             let parts = field.split(separator: "=", maxSplits: 1)
@@ -53,14 +66,37 @@ public struct HeartbeatRecord: Sendable, Hashable {
             let beat = values["beat"].flatMap({ UInt64($0) }),
             let term = values["term"].flatMap({ Int64($0) }),
             let from = values["from"].flatMap({ Int64($0) }),
+            let released = values["released"].flatMap({ Int64($0) }),
+            let close = values["close"],
             pid > 0, term > 0
         else { return nil }
-        self.init(pid: pid, epoch: epoch, beat: beat, termMillis: term, takenOver: from)
+        var closing: LeaseClosing?
+        if close != "-" {
+            let parts = close.split(separator: ":")
+            guard parts.count == 3, let closed = Int64(parts[0]), let at = Int64(parts[1]),
+                parts[2] == "r" || parts[2] == "t"
+            else { return nil }
+            closing = LeaseClosing(epoch: closed, at: at, kind: parts[2] == "r" ? .released : .takenOver)
+        }
+        self.init(
+            pid: pid, epoch: epoch, beat: beat, termMillis: term, takenOver: from, released: released,
+            closing: closing)
     }
 
     /// The record in the lock file at `path`, nil when there is none or it does not parse.
     public static func read(at path: String) -> HeartbeatRecord? {
         FileLock.recorded(at: path).flatMap { HeartbeatRecord(parsing: $0) }
+    }
+
+    /// How the interval of `storeEpoch` (the store's current epoch, whose holder wrote this
+    /// record or passed it on) ends, as far as this record knows: nil while it is still held or
+    /// when the record does not say.
+    public func closing(of storeEpoch: Int64) -> LeaseClosing? {
+        if epoch == storeEpoch {
+            return released > 0 ? LeaseClosing(epoch: epoch, at: released, kind: .released) : nil
+        }
+        // A holder that never wrote passes on what it inherited.
+        return epoch > storeEpoch && closing?.epoch == storeEpoch ? closing : nil
     }
 }
 
@@ -86,11 +122,14 @@ final class LeaseHeartbeat: Sendable {
         var lock: FileLock
         var epoch: Int64
         var takenOver: Int64
+        var closing: LeaseClosing?
     }
 
     private struct State {
         var holding: Holding?
         var started = false
+        /// The thread waits with no timeout (nothing held): a new holding must wake it.
+        var idle = false
         var closed = false
     }
 
@@ -115,12 +154,18 @@ final class LeaseHeartbeat: Sendable {
 
     /// Starts beating into `lock` (the first beat now).
     ///
-    /// - Parameter takenOver: the epoch this holding takes over, when it does.
-    func hold(_ lock: FileLock, epoch: Int64, takenOver: Int64 = 0) {
-        let start = state.withLock { state -> Bool in
-            state.holding = Holding(lock: lock, epoch: epoch, takenOver: takenOver)
-            defer { state.started = true }
-            return !state.started
+    /// - Parameters:
+    ///   - takenOver: the epoch this holding takes over, when it does.
+    ///   - closing: how the interval before this holding ends, carried in the record until the
+    ///     holding's first write records it.
+    func hold(_ lock: FileLock, epoch: Int64, takenOver: Int64 = 0, closing: LeaseClosing? = nil) {
+        let (start, signal) = state.withLock { state -> (Bool, Bool) in
+            state.holding = Holding(lock: lock, epoch: epoch, takenOver: takenOver, closing: closing)
+            defer {
+                state.started = true
+                state.idle = false
+            }
+            return (!state.started, state.idle)
         }
         beat()
         if start {
@@ -130,40 +175,50 @@ final class LeaseHeartbeat: Sendable {
             }
             thread.name = "baton.lease.heartbeat"
             thread.start()
-        } else {
+        } else if signal {
+            // A thread already beating every quarter term needs no wake-up (a contended turn of
+            // the lease costs no thread switch).
             wake.signal()
         }
     }
 
-    /// Records the epoch (once the store has it) and beats at once.
-    func setEpoch(_ epoch: Int64) {
-        state.withLock { $0.holding?.epoch = epoch }
-        beat()
-    }
-
     /// Stops beating (the lease is being released); no beat starts after this returns.
-    func drop() {
-        state.withLock { $0.holding = nil }
+    ///
+    /// - Parameter released: when given, the last record says the lease was let go then (ms
+    ///   since 1970), for the next holder to record.
+    func drop(released: Int64? = nil) {
+        state.withLock { state in
+            if let released, let holding = state.holding {
+                holding.lock.overwrite(record(holding, released: released).line)
+            }
+            state.holding = nil
+        }
     }
 
     var termMillis: Int64 {
         term.components.seconds * 1000 + term.components.attoseconds / 1_000_000_000_000_000
     }
 
+    private func record(_ holding: Holding, released: Int64 = 0) -> HeartbeatRecord {
+        HeartbeatRecord(
+            pid: getpid(), epoch: holding.epoch, beat: MonotonicClock.nanos(), termMillis: termMillis,
+            takenOver: holding.takenOver, released: released, closing: holding.closing)
+    }
+
     private func beat() {
         // Under the mutex, so a beat never lands after `drop()` returned.
         state.withLock { state in
             guard let holding = state.holding else { return }
-            let record = HeartbeatRecord(
-                pid: getpid(), epoch: holding.epoch, beat: MonotonicClock.nanos(), termMillis: termMillis,
-                takenOver: holding.takenOver)
-            holding.lock.overwrite(record.line)
+            holding.lock.overwrite(record(holding).line)
         }
     }
 
     /// One quarter term of the thread's life; false once the lease is gone.
     private func runOnce() -> Bool {
-        let idle = state.withLock { $0.holding == nil }
+        let idle = state.withLock { state -> Bool in
+            state.idle = state.holding == nil
+            return state.idle
+        }
         if idle {
             wake.wait()
         } else {

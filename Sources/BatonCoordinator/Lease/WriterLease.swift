@@ -4,13 +4,17 @@ import Logging
 import Synchronization
 
 /// The writer lease: an exclusive `flock` on `D/writer.lock` (its own descriptor, `O_CLOEXEC`,
-/// held for the whole lease, never the database file), recorded in the store's lease table,
-/// and renewed by a heartbeat written into the lock file every quarter term.
+/// held for the whole lease, never the database file), renewed by a heartbeat written into the
+/// lock file every quarter term, and recorded in the store's lease history by the holder's
+/// first write (see ``LeaseFence``).
 ///
-/// Taking it bumps the epoch and appends a history row; releasing closes the row. The kernel
-/// frees the lock when the holder dies, and the next holder closes the dead one's row. A waiter
-/// blocks in the kernel (`flock` on a thread of its own), so it is woken the moment the lock is
-/// free: no polling.
+/// Taking it picks the next epoch; the first write through its fence records it, closing the
+/// interval before it. Releasing writes the release time into the lock file, and the next
+/// holder's first write records that: a turn of the lease costs no transaction of its own, and
+/// the history stays complete (``LeaseHistory`` reads a release not yet recorded from the lock
+/// file). The kernel frees the lock when the holder dies, and the next holder closes the dead
+/// one's interval. A waiter blocks in the kernel (`flock` on a thread of its own), so it is
+/// woken the moment the lock is free: no polling.
 ///
 /// A holder that stops renewing for a full term (frozen by SIGSTOP or the cgroup freezer, hung)
 /// keeps its `flock` forever, so a waiter takes the lease over: it locks a fresh lock file and,
@@ -21,12 +25,22 @@ import Synchronization
 public final class WriterLease: Sendable {
     /// A held lease.
     public struct Held: Sendable, Hashable {
-        /// The epoch every write of this holder is fenced by.
-        public let epoch: Int64
-        /// When it was taken (ms since 1970).
-        public let acquired: Int64
+        /// What this holding's writes go through: `store.write(.lease(held.fence))`.
+        public let fence: LeaseFence
         /// Set when this holding took the lease over from a holder that stopped renewing it.
         public let takeover: Takeover?
+
+        /// The epoch every write of this holder is fenced by.
+        public var epoch: Int64 { fence.epoch }
+        /// When it was taken (ms since 1970).
+        public var acquired: Int64 { fence.acquired }
+        /// The write access this holding grants.
+        public var access: WriteAccess { .lease(fence) }
+
+        public init(fence: LeaseFence, takeover: Takeover? = nil) {
+            self.fence = fence
+            self.takeover = takeover
+        }
     }
 
     /// A lease taken over: from whom, and how it looked.
@@ -41,6 +55,15 @@ public final class WriterLease: Sendable {
         public var holderState: ProcessState
         /// How long the holder had been silent.
         public var silentMillis: Double
+
+        public init(epoch: Int64, name: String?, pid: Int32?, holderState: ProcessState, silentMillis: Double)
+        {
+            self.epoch = epoch
+            self.name = name
+            self.pid = pid
+            self.holderState = holderState
+            self.silentMillis = silentMillis
+        }
     }
 
     /// The lock file's holder could not be taken over because it holds SQLite's write lock.
@@ -125,28 +148,29 @@ public final class WriterLease: Sendable {
         return try begin(with: lock)
     }
 
-    /// Records the new epoch for a lock just taken, beating from the start; unlocks it if that
-    /// fails. Nil when a takeover replaced the lock file before the epoch was recorded.
+    /// Starts a holding on a lock just taken: picks the next epoch (above the store's and the
+    /// lock file's, so an epoch a holder took without writing is never reused), and beats from
+    /// the start. Nothing is written to the store: the holding's first write records it.
     private func begin(with lock: FileLock) throws -> Held? {
-        heartbeat.hold(lock, epoch: 0)
+        // Read what the last holder left before the first beat overwrites it.
+        let last = HeartbeatRecord(parsing: lock.recorded() ?? "")
+        let storeEpoch: Int64
         do {
-            let (epoch, acquired) = try store.beginLeaseEpoch(name: name, pid: getpid()) {
-                lock.isStillAtPath
-            }
-            return adopt(Held(epoch: epoch, acquired: acquired, takeover: nil), lock)
-        } catch let error as StoreError where error.code == .staleEpoch {
-            heartbeat.drop()
-            lock.unlock()
-            return nil
+            storeEpoch = try store.read { try $0.leaseEpoch() }
         } catch {
-            heartbeat.drop()
             lock.unlock()
             throw error
         }
+        let epoch = max(storeEpoch, last?.epoch ?? 0) + 1
+        let closing = last?.closing(of: storeEpoch)
+        heartbeat.hold(lock, epoch: epoch, closing: closing)
+        let fence = LeaseFence(
+            epoch: epoch, holder: name, pid: getpid(), granted: Clock.nowMillis(), previous: storeEpoch,
+            closing: closing, stillHeld: { lock.isStillAtPath })
+        return adopt(Held(fence: fence, takeover: nil), lock)
     }
 
     private func adopt(_ held: Held, _ lock: FileLock) -> Held {
-        heartbeat.setEpoch(held.epoch)
         state.withLock { $0 = (held, lock) }
         store.holdCheckpoints()
         return held
@@ -226,8 +250,9 @@ public final class WriterLease: Sendable {
                 case .wait(let until):
                     wait = .nanoseconds(Int64(until &- min(until, observation.now)))
                 case .takeOver(let silent):
+                    let pursued = pursuing != nil
                     pursuing = nil
-                    switch try takeOver(observation, silentNanos: silent) {
+                    switch try takeOver(observation, silentNanos: silent, pursued: pursued) {
                     case .taken(let held):
                         return held
                     case .moved:
@@ -274,17 +299,21 @@ public final class WriterLease: Sendable {
     }
 
     /// Takes the lease over from a silent holder: a fresh lock file, locked, then one store
-    /// transaction that checks the epoch, starts the next one and renames the file into place.
-    private func takeOver(_ seen: TakeoverWatch.Observation, silentNanos: UInt64) throws -> TakeoverOutcome {
-        let (storeEpoch, open) = try store.read { reader in
+    /// transaction that checks the epoch, records the next one and renames the file into place.
+    ///
+    /// - Parameter pursued: a takeover decided earlier and held up by the holder's open write
+    ///   transaction: the thawed holder may have beaten since (it was silent for a term, and its
+    ///   next write fails its fence), but it must still be the same holding, not let go.
+    private func takeOver(
+        _ seen: TakeoverWatch.Observation, silentNanos: UInt64, pursued: Bool
+    ) throws -> TakeoverOutcome {
+        let (storeEpoch, history) = try store.read { reader in
             (try reader.leaseEpoch(), try reader.openLeaseRecord())
         }
-        // The record names the epoch its holder recorded; 0 (or an older one) means a holder that
-        // locked the file but had not recorded its epoch yet: fence the store's current one.
-        let recorded = seen.record?.epoch ?? 0
-        guard recorded <= storeEpoch else { return .moved }
-        let requireOpen = recorded > 0 && recorded == storeEpoch && open?.epoch == storeEpoch
-        let holder = requireOpen ? open : nil
+        // The record names the epoch its holder took; one above the store's is a holder that had
+        // not written yet (its fence can never record now).
+        let heldEpoch = seen.record?.epoch ?? storeEpoch
+        let holder = heldEpoch == storeEpoch ? history : nil
         let holderPid = seen.record?.pid ?? holder?.pid
         let holderName = holder?.name ?? holderPid.map { "pid \($0)" } ?? "the holder"
         let suffix = temporaryFiles.wrappingAdd(1, ordering: .relaxed).oldValue
@@ -299,30 +328,45 @@ public final class WriterLease: Sendable {
             discard()
             return .moved
         }
+        let epoch = max(storeEpoch, heldEpoch) + 1
+        // An earlier interval the silent holder never recorded the end of (it took the lease,
+        // then froze before its first write) ends as its record says.
+        let closing = seen.record?.closing(of: storeEpoch)
         // The fresh file names the epoch it takes over, so the old holder, woken by the rename
         // (which comes before the commit), tells it from a deleted lock file.
-        heartbeat.hold(fresh, epoch: 0, takenOver: storeEpoch)
+        heartbeat.hold(fresh, epoch: epoch, takenOver: heldEpoch)
         do {
-            let taken = try store.takeOverLease(
-                from: storeEpoch, requireOpen: requireOpen, name: name, pid: getpid(),
+            let acquired = try store.takeOverLease(
+                from: storeEpoch, epoch: epoch, closing: closing, name: name, pid: getpid(),
                 deadline: ContinuousClock.now + takeoverLockWait
             ) {
-                // The generation seen is still the one in place (nobody took over first).
-                guard FileIdentity.of(target) == seen.generation else {
-                    throw StoreError(.staleEpoch, "the lock file was replaced meanwhile")
+                // The holder still looks as it did: same file, same record (it neither beat nor
+                // let go since; pursued, the same holding, not let go), so nobody took over or was
+                // granted the lock first.
+                let now = FileLock.recorded(at: target) ?? ""
+                let same: Bool
+                if pursued, let record = HeartbeatRecord(parsing: now), let before = seen.record {
+                    same = record.pid == before.pid && record.epoch == before.epoch && record.released == 0
+                } else {
+                    same = now == seen.content
+                }
+                guard FileIdentity.of(target) == seen.generation, same else {
+                    throw StoreError(.staleEpoch, "the lock file changed meanwhile")
                 }
                 try fresh.rename(to: target)
             }
-            guard let (epoch, acquired) = taken else {
+            guard let acquired else {
                 heartbeat.drop()
                 discard()
                 return .moved
             }
             let takeover = Takeover(
-                epoch: storeEpoch, name: holder?.name, pid: holderPid, holderState: seen.holderState,
+                epoch: heldEpoch, name: holder?.name, pid: holderPid, holderState: seen.holderState,
                 silentMillis: Double(silentNanos / 100_000) / 10)
-            return .taken(
-                adopt(Held(epoch: epoch, acquired: acquired, takeover: takeover), fresh))
+            let fence = LeaseFence(
+                epoch: epoch, holder: name, pid: getpid(), granted: acquired, previous: storeEpoch,
+                closing: nil, recorded: true, stillHeld: { fresh.isStillAtPath })
+            return .taken(adopt(Held(fence: fence, takeover: takeover), fresh))
         } catch let error as StoreError where error.code == .busy {
             heartbeat.drop()
             discard()
@@ -353,32 +397,20 @@ public final class WriterLease: Sendable {
         }
     }
 
-    /// Closes the history row and unlocks (closing the descriptor, which wakes the waiters);
-    /// does nothing unless `held` is the current holding.
+    /// Writes the release time into the lock file (the next holder's first write records it)
+    /// and unlocks (closing the descriptor, which wakes the waiters); does nothing unless
+    /// `held` is the current holding. Writes nothing to the store.
     ///
-    /// - Parameters:
-    ///   - bookkeepingDeadline: how long closing the row may wait for a lock held by another
-    ///     process; past it (or on any failure) the row stays open and the next holder closes it.
-    ///     The lock is released either way.
-    ///   - recordRelease: false when the lease was lost (taken over): the row is the taker's to
-    ///     close, and this process writes nothing.
-    public func release(
-        _ held: Held, bookkeepingDeadline: ContinuousClock.Instant? = nil, recordRelease: Bool = true
-    ) {
+    /// - Parameter recordRelease: false when the lease was lost (taken over): the interval is
+    ///   the taker's to close, and the lock file is no longer this holder's to write.
+    public func release(_ held: Held, recordRelease: Bool = true) {
         let lock = state.withLock { state -> FileLock? in
             guard state.held == held else { return nil }
             defer { state = (nil, nil) }
             return state.lock
         }
         guard let lock else { return }
-        heartbeat.drop()
-        if recordRelease {
-            do {
-                try store.endLeaseEpoch(held.epoch, deadline: bookkeepingDeadline)
-            } catch {
-                // The row stays open; the next holder closes it as taken over.
-            }
-        }
+        heartbeat.drop(released: recordRelease && lock.isStillAtPath ? Clock.nowMillis() : nil)
         lock.unlock()
         // Checkpoints held back while the lease was held run now, while nobody waits for them.
         store.releaseCheckpoints()
@@ -398,8 +430,7 @@ extension WriterLease {
         do {
             held = try await acquire(deadline: timeout.map { ContinuousClock.now + $0 })
         } catch let error as CoordinatorError where error.code == .leaseTimeout {
-            let history = (try? await store.read { try $0.leaseHistory() }) ?? []
-            let holder = history.last { $0.released == nil }
+            let holder = (try? LeaseHistory.holder(store: store, directory: directory)) ?? nil
             let who = holder.map { "'\($0.name)' (pid \($0.pid))" } ?? "another process"
             throw CoordinatorError(
                 .leaseTimeout,

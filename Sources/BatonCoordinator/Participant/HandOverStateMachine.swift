@@ -51,6 +51,9 @@ public struct HandOverStateMachine: Sendable, Hashable {
     }
 
     public private(set) var phase: Phase = .background
+    /// The lease held, from its acquisition (when it was wanted) until its release: set exactly
+    /// while the phase is `writer`, `releasing` or `fenced`.
+    public private(set) var held: WriterLease.Held?
     /// What the lifecycle signal last said.
     public private(set) var desired: Lifecycle = .background
     public private(set) var shuttingDown = false
@@ -77,9 +80,11 @@ public struct HandOverStateMachine: Sendable, Hashable {
         }
     }
 
-    public mutating func leaseAcquired() -> [Action] {
-        guard phase == .waitingForLease, !shuttingDown else { return [.releaseUnused] }
+    /// The lease arrived. Unless it is still wanted (`releaseUnused`), it is this machine's.
+    public mutating func leaseAcquired(_ held: WriterLease.Held) -> [Action] {
+        guard phase == .waitingForLease, !shuttingDown, self.held == nil else { return [.releaseUnused] }
         phase = .writer
+        self.held = held
         return [.becomeWriter, .publish]
     }
 
@@ -119,6 +124,7 @@ public struct HandOverStateMachine: Sendable, Hashable {
     /// The lease was released after a `stopAndRelease`.
     public mutating func released() -> [Action] {
         guard phase == .releasing || phase == .fenced else { return [] }
+        held = nil
         if shuttingDown {
             phase = .finished
             return [.publish, .exit]

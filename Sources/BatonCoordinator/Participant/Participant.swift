@@ -42,8 +42,9 @@ public actor Participant {
     let logger: Logger
     /// `D/participants/<name>.lock`, held for the process's lifetime: one live process per name.
     var nameLock: FileLock
+    /// The hand-over policy, and the single truth of whether this process holds the lease
+    /// (`machine.held`).
     var machine = HandOverStateMachine()
-    var held: WriterLease.Held?
     var acquiring: Task<Void, Never>?
     var acquireStarted: Double = 0
     var lastLifecycleProblem: String?
@@ -230,14 +231,13 @@ public actor Participant {
         case .leaseAcquired(let held):
             acquiring = nil
             // A holding released since (the wait was cancelled), or one already taken in.
-            guard lease.current == held, self.held != held else { return false }
-            let actions = machine.leaseAcquired()
+            guard lease.current == held, machine.held != held else { return false }
+            let actions = machine.leaseAcquired(held)
             if actions == [.releaseUnused] {
                 lease.release(held)
                 log.log("lease.released", ["epoch": .int(held.epoch), "reason": "unused"])
                 return false
             }
-            self.held = held
             recoveryFailures[.lease] = nil
             if problem?.hasPrefix("could not record") == true { setProblem(nil) }
             let waited = ParticipantLog.monotonicMillis() - acquireStarted
@@ -346,9 +346,8 @@ public actor Participant {
                 await acquiring?.value
                 acquiring = nil
                 // The lease may have been taken just before the cancel landed.
-                if machine.phase != .writer, let taken = lease.current {
+                if machine.held == nil, let taken = lease.current {
                     lease.release(taken)
-                    held = nil
                     log.log("lease.released", ["epoch": .int(taken.epoch), "reason": "unused"])
                 }
             case .becomeWriter:
@@ -367,7 +366,7 @@ public actor Participant {
     }
 
     func startAcquiring() {
-        guard acquiring == nil, held == nil else { return }
+        guard acquiring == nil, machine.held == nil else { return }
         if let taken = lease.current {
             // Taken by an earlier wait whose event is still queued: use it now.
             sink.yield(.leaseAcquired(taken))
@@ -402,8 +401,8 @@ public actor Participant {
     }
 
     func becomeWriter() async {
-        guard let held else { return }
-        await manager.setFencingEpoch(held.epoch)
+        guard let held = machine.held else { return }
+        await manager.setWriteAccess(held.access)
         do {
             let recovered = try await manager.recoverInterruptedSyncs()
             if !recovered.isEmpty {
@@ -500,19 +499,13 @@ public actor Participant {
         log.log("stopped", ["stopMs": .double((stopMs * 10).rounded() / 10)])
         await noteManagerState()
         try? store.checkpoint()
-        await manager.setFencingEpoch(nil)
+        await manager.setWriteAccess(.none)
         await manager.setNotAcceptingHint(
             "participant '\(configuration.name)' does not hold the writer lease")
-        if let held {
-            // The whole release takes the stop deadline plus 0.7 s at most: closing the history
-            // row waits for a lock held elsewhere only until then (and 100 ms at least); past
-            // it the row stays open, and the next holder closes it.
-            let bookkeepingDeadline = max(
-                ContinuousClock.now + .milliseconds(100), begun + deadline + .milliseconds(700))
-            // Fenced, the interval is the taker's to close: this process writes nothing.
-            lease.release(
-                held, bookkeepingDeadline: bookkeepingDeadline, recordRelease: machine.phase != .fenced)
-            self.held = nil
+        if let held = machine.held {
+            // The release time goes into the lock file (the next holder's first write records
+            // it). Fenced, the interval is the taker's to close: this process writes nothing.
+            lease.release(held, recordRelease: machine.phase != .fenced)
             let totalMs = ParticipantLog.monotonicMillis() - started
             log.log(
                 "lease.released",
@@ -538,7 +531,7 @@ public actor Participant {
     }
 
     func syncUpdated(_ state: SyncState) async {
-        if held != nil, let sequence = try? store.changeSequence() {
+        if machine.held != nil, let sequence = try? store.changeSequence() {
             try? AtomicFile.write(Data("\(sequence)\n".utf8), to: directory.changesPath)
         }
         if let name = state.name, configuration.syncs.contains(where: { $0.name == name }) {
@@ -558,7 +551,7 @@ public actor Participant {
     /// Runs a failed configured sync again after a delay that doubles with each failure in a
     /// row (a server that is down or failing gets a growing pause, not a stream of requests).
     func scheduleRetry(_ name: String) {
-        guard held != nil, let base = configuration.retryDelay, retries[name] == nil else { return }
+        guard machine.held != nil, let base = configuration.retryDelay, retries[name] == nil else { return }
         let attempt = (failures[name] ?? 0) + 1
         failures[name] = attempt
         let delay = backoff(base, attempt: attempt)
@@ -586,7 +579,7 @@ public actor Participant {
     }
 
     func retry(_ name: String) async {
-        guard machine.phase == .writer, held != nil,
+        guard machine.phase == .writer, machine.held != nil,
             let sync = configuration.syncs.first(where: { $0.name == name })
         else { return }
         do {
@@ -636,9 +629,9 @@ public actor Participant {
     func recover(_ recovery: Recovery) async -> Bool {
         switch recovery {
         case .lease:
-            if machine.phase == .waitingForLease, acquiring == nil, held == nil { startAcquiring() }
+            if machine.phase == .waitingForLease, acquiring == nil, machine.held == nil { startAcquiring() }
         case .writerStart:
-            if machine.phase == .writer, held != nil { await becomeWriter() }
+            if machine.phase == .writer, machine.held != nil { await becomeWriter() }
         case .publish:
             publishOrRetry()
         }
@@ -667,7 +660,9 @@ public actor Participant {
     /// and another process can take a lock on the new one. It stops its syncs (resumable) and
     /// waits for the lease again, so priority order holds.
     func checkLockFile() async -> Bool {
-        guard let held, machine.phase == .writer || machine.phase == .releasing, !lease.holdsLockFile else {
+        guard let held = machine.held, machine.phase == .writer || machine.phase == .releasing,
+            !lease.holdsLockFile
+        else {
             return false
         }
         // Taken over: the file now in place says it took this epoch over (a taker renames its
@@ -730,7 +725,7 @@ public actor Participant {
         let status = ParticipantStatus(
             role: configuration.role, name: configuration.name, priority: configuration.priority,
             pid: getpid(),
-            lifecycle: machine.desired, phase: machine.phase.rawValue, epoch: held?.epoch,
+            lifecycle: machine.desired, phase: machine.phase.rawValue, epoch: machine.held?.epoch,
             managerState: (managerState ?? lastManagerState)?.rawValue ?? "stopped",
             updated: Clock.nowMillis(), problem: problem)
         try status.publish(in: directory)

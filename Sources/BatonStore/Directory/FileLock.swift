@@ -78,6 +78,14 @@ public final class FileLock: Sendable {
         return FileIdentity(device: UInt64(held.st_dev), inode: UInt64(held.st_ino))
     }
 
+    /// What this lock's file says (see ``record(_:)``), at most 256 bytes; nil when empty.
+    public func recorded() -> String? {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[0..<count], as: UTF8.self)
+    }
+
     /// What the lock file at `path` says (see ``record(_:)``), at most 256 bytes.
     public static func recorded(at path: String) -> String? {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)

@@ -62,29 +62,35 @@ extension StoreReader {
 }
 
 extension StoreTransaction {
-    /// Records that `name` (process `pid`) took the writer lease: bumps the epoch, closes any
-    /// interval a dead holder left open, and appends a history row. Call only while holding the
-    /// lease lock.
-    ///
-    /// - Returns: the new epoch, which the holder passes to fenced writes.
-    public func beginLeaseEpoch(name: String, pid: Int32, now: Int64? = nil) throws -> Int64 {
-        let now = now ?? self.now
-        // Each take closes what the one before left open, so only the previous epoch can be
-        // open: closing it by key keeps a take independent of the history's length.
-        let epoch =
-            try Int64.fetchOne(
-                try cached("UPDATE lease SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch")) ?? 1
+    /// Records that `name` (process `pid`) holds the writer lease under `epoch` (higher than the
+    /// store's): closes the interval before it as `closing` says (if still open) and appends the
+    /// history row. Call only while holding the lease lock; a ``LeaseFence`` does, in its first
+    /// write.
+    public func recordLeaseEpoch(
+        _ epoch: Int64, name: String, pid: Int32, acquired: Int64, closing: LeaseClosing
+    ) throws {
+        try cached("UPDATE lease SET epoch = ? WHERE id = 1").execute(arguments: [epoch])
         try cached(
-            "UPDATE lease_history SET released = ?, releaseKind = 'taken-over' WHERE epoch = ? AND released IS NULL"
-        ).execute(arguments: [now, epoch - 1])
+            "UPDATE lease_history SET released = ?, releaseKind = ? WHERE epoch = ? AND released IS NULL"
+        ).execute(arguments: [min(closing.at, acquired), closing.kind.rawValue, closing.epoch])
         try cached("INSERT INTO lease_history (epoch, name, pid, acquired) VALUES (?, ?, ?, ?)")
-            .execute(arguments: [epoch, name, pid, now])
-        return epoch
+            .execute(arguments: [epoch, name, pid, acquired])
     }
 
-    /// Closes the history row of `epoch`. Call before unlocking the lease.
-    public func endLeaseEpoch(_ epoch: Int64, now: Int64? = nil) throws {
-        let now = now ?? self.now
+    /// Records the next epoch for `name` right now, closing the one before as taken over (tests
+    /// and tools that hold the lease lock themselves).
+    ///
+    /// - Returns: the new epoch.
+    public func beginLeaseEpoch(name: String, pid: Int32) throws -> Int64 {
+        let previous = try leaseEpoch()
+        try recordLeaseEpoch(
+            previous + 1, name: name, pid: pid, acquired: now,
+            closing: LeaseClosing(epoch: previous, at: now, kind: .takenOver))
+        return previous + 1
+    }
+
+    /// Closes the history row of `epoch` as released now.
+    public func endLeaseEpoch(_ epoch: Int64) throws {
         try cached(
             "UPDATE lease_history SET released = ?, releaseKind = 'released' WHERE epoch = ? AND released IS NULL"
         ).execute(arguments: [now, epoch])

@@ -1,16 +1,20 @@
 extension SharedStore {
-    /// Registers a soup in its own transaction. See ``StoreTransaction/registerSoup(_:indexSpecs:)``.
+    /// Registers a soup in its own transaction, outside any lease (setting the schema up, as
+    /// every process does when it starts). See ``StoreTransaction/registerSoup(_:indexSpecs:)``.
     @discardableResult
     public func registerSoup(_ name: String, indexSpecs: [IndexSpec]) throws -> SoupDescription {
-        try write { try $0.registerSoup(name, indexSpecs: indexSpecs) }
+        try writeUnleased { try $0.registerSoup(name, indexSpecs: indexSpecs) }
     }
 
-    /// Upserts one record in its own transaction. See ``StoreTransaction/upsert(_:into:entryId:externalIdPath:)``.
+    /// Upserts one record in its own transaction, outside any lease (a store only this process
+    /// writes). See ``StoreTransaction/upsert(_:into:entryId:externalIdPath:)``.
     @discardableResult
-    public func upsert(
+    public func upsertUnleased(
         _ record: JSONObject, into soupName: String, entryId: Int64? = nil, externalIdPath: String? = nil
     ) throws -> SoupEntry {
-        try write { try $0.upsert(record, into: soupName, entryId: entryId, externalIdPath: externalIdPath) }
+        try writeUnleased {
+            try $0.upsert(record, into: soupName, entryId: entryId, externalIdPath: externalIdPath)
+        }
     }
 
     /// The records matching `query`.

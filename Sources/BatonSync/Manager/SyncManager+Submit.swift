@@ -112,8 +112,8 @@ extension SyncManager {
         let fresh = SyncState(
             name: name, type: type, target: targetJSON, options: options, soupName: soupName)
         let row = fresh.row
-        let epoch = fencingEpoch
-        let inserted = try await store.write(fencedBy: epoch) { transaction in
+        let access = writeAccess
+        let inserted = try await store.write(access) { transaction in
             try transaction.registerSoup(soupName, indexSpecs: [IndexSpec(path: idField, type: .string)])
             return try transaction.insertSyncState(row)
         }

@@ -57,13 +57,13 @@ extension SyncManager {
         let soup = state.soupName
         let syncId = state.id
         let leaveIfChanged = state.mergeMode == .leaveIfChanged
-        let epoch = fencingEpoch
+        let access = writeAccess
         let store = self.store
         // A page that arrived is saved even if a stop lands meanwhile: the write runs in a task
         // of its own (awaited, so still in order) that the stop's cancellation does not reach;
         // the stop is seen at the next check. Only the page in flight is ever lost.
         try await Task.detached {
-            try await store.write(fencedBy: epoch) { transaction in
+            try await store.write(access) { transaction in
                 for record in records {
                     guard let serverId = record[idField], !serverId.isNull else { continue }
                     if leaveIfChanged,
@@ -100,8 +100,8 @@ extension SyncManager {
         let remoteIds = remote
         let soup = state.soupName
         let idField = target.idFieldName
-        let epoch = fencingEpoch
-        let deleted = try await store.write(fencedBy: epoch) { transaction -> Int in
+        let access = writeAccess
+        let deleted = try await store.write(access) { transaction -> Int in
             var ghosts: [Int64] = []
             try transaction.forEachPage(
                 of: SoupQuery(where: [.exact(LocalFlags.syncId, .int(syncId))]), in: soup

@@ -41,11 +41,11 @@ extension SyncManager {
         let idField = target.idFieldName
         let extField = target.externalIdFieldName
         let fieldlist = state.options.fieldlist
-        let epoch = fencingEpoch
+        let access = writeAccess
 
         // 1. Classify; give new records their external id and drop created-then-deleted ones,
         //    locally and durably, before anything reaches the server.
-        let changes = try await store.write(fencedBy: epoch) { transaction -> [LocalChange] in
+        let changes = try await store.write(access) { transaction -> [LocalChange] in
             var changes: [LocalChange] = []
             var neverSent: [Int64] = []
             for entryId in entryIds {
@@ -117,7 +117,7 @@ extension SyncManager {
         for (change, outcome) in zip(toSend, sent) { outcomes[change.entryId] = outcome }
         if state.mergeMode == .overwrite {
             let missing = toSend.filter { $0.kind == .update && outcomes[$0.entryId] == .missingOnServer }
-            let recreate = try await store.write(fencedBy: epoch) { transaction -> [LocalChange] in
+            let recreate = try await store.write(access) { transaction -> [LocalChange] in
                 var again: [LocalChange] = []
                 for change in missing {
                     guard var record = try transaction.entry(change.entryId, in: soup)?.record else {
@@ -146,7 +146,7 @@ extension SyncManager {
         let kinds = Dictionary(uniqueKeysWithValues: changes.map { ($0.entryId, $0.kind) })
         let finalOutcomes = outcomes
         let gone = serverGone
-        try await store.write(fencedBy: epoch) { transaction in
+        try await store.write(access) { transaction in
             for (entryId, kind) in kinds.sorted(by: { $0.key < $1.key }) {
                 guard var record = try transaction.entry(entryId, in: soup)?.record else { continue }
                 guard let outcome = finalOutcomes[entryId] else {

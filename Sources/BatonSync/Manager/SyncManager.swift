@@ -10,7 +10,7 @@ import Logging
 /// ``updates()`` hear every persisted change; ``waitForSync(id:)`` awaits the end of a run.
 ///
 /// ```swift
-/// let manager = SyncManager(store: store, targetFactory: RESTTargetFactory(client: client))
+/// let manager = SyncManager(store: store, access: .unleased, targetFactory: RESTTargetFactory(client: client))
 /// try await withThrowingTaskGroup(of: Void.self) { group in
 ///     group.addTask { try await manager.run() }
 ///     let sync = try await manager.syncDown(target: target, soupName: "accounts", name: "accounts")
@@ -35,8 +35,9 @@ public actor SyncManager {
     let factory: any SyncTargetFactory
     let logger: Logger
     var machine = ManagerStateMachine()
-    /// The lease epoch every write is fenced by; `nil` writes unfenced (single process).
-    var fencingEpoch: Int64?
+    /// What every write goes through: the writer lease held now (fenced), `.unleased` (a store
+    /// only this process writes), or `.none` (not the writer: every write fails).
+    var writeAccess: WriteAccess
     /// Added to "not accepting" errors, e.g. who the writer is.
     var notAcceptingHint: String?
     var queue: [Job] = []
@@ -67,10 +68,16 @@ public actor SyncManager {
     nonisolated let wake: AsyncStream<Void>.Continuation
 
     /// A manager for `store` that rebuilds targets with `targetFactory`.
+    ///
+    /// - Parameter access: what its writes go through. A participant passes `.none` and sets the
+    ///   lease with ``setWriteAccess(_:)`` once it holds it; a process that is the store's only
+    ///   writer passes `.unleased`.
     public init(
-        store: SharedStore, targetFactory: any SyncTargetFactory, logger: Logger = Logger(label: "baton.sync")
+        store: SharedStore, access: WriteAccess, targetFactory: any SyncTargetFactory,
+        logger: Logger = Logger(label: "baton.sync")
     ) {
         self.store = store
+        self.writeAccess = access
         self.factory = targetFactory
         self.logger = logger
         (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -208,13 +215,16 @@ public actor SyncManager {
         return restarted
     }
 
-    /// Sets the lease epoch that fences every write (the coordinator calls this after taking
-    /// the writer lease). Final states not yet persisted under the previous epoch are left to
-    /// the next holder's recovery.
-    public func setFencingEpoch(_ epoch: Int64?) {
-        if epoch != fencingEpoch { unpersistedFinals.removeAll() }
-        fencingEpoch = epoch
+    /// Sets what every write goes through (the coordinator sets the lease after taking it, and
+    /// `.none` once it let go). Final states not yet persisted under the previous access are left
+    /// to the next holder's recovery.
+    public func setWriteAccess(_ access: WriteAccess) {
+        if access != writeAccess { unpersistedFinals.removeAll() }
+        writeAccess = access
     }
+
+    /// What writes go through now.
+    public var access: WriteAccess { writeAccess }
 
     /// The sync ids whose final state (`done`, `failed`, `stopped`) was reported but could not
     /// be persisted yet (a full disk, a lock held elsewhere); the manager keeps trying.
@@ -232,8 +242,8 @@ public actor SyncManager {
     @discardableResult
     public func recoverInterruptedSyncs() async throws -> [Int64] {
         guard current == nil, queue.isEmpty else { return [] }
-        let epoch = fencingEpoch
-        let ids = try await store.write(fencedBy: epoch) { transaction in
+        let access = writeAccess
+        let ids = try await store.write(access) { transaction in
             try transaction.changeSyncStatus(
                 from: SyncStatus.running.rawValue, to: SyncStatus.stopped.rawValue)
         }
@@ -292,8 +302,8 @@ public actor SyncManager {
         guard !isQueuedOrRunning(id) else {
             throw SyncError(.alreadyRunning, "sync \(id) is running; stop it before deleting it")
         }
-        let epoch = fencingEpoch
-        let existed = try await store.write(fencedBy: epoch) { try $0.deleteSyncState(id: id) }
+        let access = writeAccess
+        let existed = try await store.write(access) { try $0.deleteSyncState(id: id) }
         guard existed else { throw SyncError(.unknownSync, "no sync with id \(id)") }
     }
 
@@ -342,8 +352,8 @@ public actor SyncManager {
     /// Persists a state (fenced) and tells listeners.
     func persist(_ state: SyncState, onUpdate: SyncUpdateBlock?) async throws {
         let row = state.row
-        let epoch = fencingEpoch
-        try await store.write(fencedBy: epoch) { try $0.updateSyncState(row) }
+        let access = writeAccess
+        try await store.write(access) { try $0.updateSyncState(row) }
         notify(state, onUpdate: onUpdate)
     }
 
@@ -352,10 +362,10 @@ public actor SyncManager {
     /// held elsewhere.
     func writeUncancelled(_ state: SyncState) async throws {
         let row = state.row
-        let epoch = fencingEpoch
+        let access = writeAccess
         let store = self.store
         try await Task.detached {
-            try await store.write(fencedBy: epoch) { try $0.updateSyncState(row) }
+            try await store.write(access) { try $0.updateSyncState(row) }
         }.value
     }
 

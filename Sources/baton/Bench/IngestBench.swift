@@ -44,7 +44,8 @@ struct IngestBench {
         let shared = try env.freshDirectory()
         let store = try SharedStore.open(directory: shared, logger: env.quietLogger())
         let manager = SyncManager(
-            store: store, targetFactory: RESTTargetFactory(client: env.client), logger: env.quietLogger())
+            store: store, access: .unleased, targetFactory: RESTTargetFactory(client: env.client),
+            logger: env.quietLogger())
         let target = try SoqlSyncDownTarget(
             client: env.client, query: "SELECT Id, Name, Number__c, Description FROM Account", batchSize: 2000
         )
@@ -70,7 +71,7 @@ struct IngestBench {
         let clock = ContinuousClock()
         let started = clock.now
         for page in pages {
-            try await plain.write { transaction in
+            try await plain.writeUnleased { transaction in
                 for record in page {
                     try transaction.upsert(
                         LocalFlags.clean(record, syncId: 1), into: "accounts", externalIdPath: "Id")

@@ -78,7 +78,8 @@ struct LifecycleBench {
         for name in names {
             let store = try SharedStore.open(directory: shared, logger: env.quietLogger())
             let manager = SyncManager(
-                store: store, targetFactory: RESTTargetFactory(client: env.client), logger: env.quietLogger())
+                store: store, access: .unleased, targetFactory: RESTTargetFactory(client: env.client),
+                logger: env.quietLogger())
             let target = try SoqlSyncDownTarget(
                 client: env.client, query: "SELECT Id, Name FROM Account", batchSize: 500)
             let configuration = ParticipantConfiguration(

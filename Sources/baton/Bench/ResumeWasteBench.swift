@@ -23,7 +23,7 @@ struct ResumeWasteBench {
                 let shared = try env.freshDirectory()
                 let store = try SharedStore.open(directory: shared, logger: env.quietLogger())
                 let manager = SyncManager(
-                    store: store, targetFactory: RESTTargetFactory(client: env.client),
+                    store: store, access: .unleased, targetFactory: RESTTargetFactory(client: env.client),
                     logger: env.quietLogger())
                 let target = try SoqlSyncDownTarget(
                     client: env.client, query: "SELECT Id, Name FROM Account", batchSize: 200)

@@ -50,7 +50,7 @@ struct BenchWorkerCommand: AsyncParsableCommand {
                         var readyAt = ready
                         for _ in 0..<min(burst, writes - index) {
                             let row: JSONObject = ["w": .string(name), "i": .int(Int64(index))]
-                            try await store.write(fencedBy: held.epoch) { try $0.upsert(row, into: "writes") }
+                            try await store.write(held.access) { try $0.upsert(row, into: "writes") }
                             latencies.append(BenchStats.seconds(clock.now - readyAt) * 1000)
                             readyAt = clock.now
                             index += 1
@@ -61,7 +61,7 @@ struct BenchWorkerCommand: AsyncParsableCommand {
                         }
                     } else {
                         let row: JSONObject = ["w": .string(name), "i": .int(Int64(index))]
-                        try await store.write { try $0.upsert(row, into: "writes") }
+                        try await store.writeUnleased { try $0.upsert(row, into: "writes") }
                         latencies.append(BenchStats.seconds(clock.now - ready) * 1000)
                         index += 1
                     }
@@ -79,7 +79,8 @@ struct BenchWorkerCommand: AsyncParsableCommand {
         case "syncdown":
             let client = RESTClient(baseURL: server ?? "", token: "bench")
             let manager = SyncManager(
-                store: store, targetFactory: RESTTargetFactory(client: client), logger: logger)
+                store: store, access: .unleased, targetFactory: RESTTargetFactory(client: client),
+                logger: logger)
             let target = try SoqlSyncDownTarget(
                 client: client, query: "SELECT Id, Name, Number__c, Description FROM Account", batchSize: 2000
             )

@@ -11,9 +11,10 @@ extension ChaosRun {
         try checkNoCrash(round: round)
         try checkTakeovers(round: round)
         guard let store else { return }
-        let (history, commits, integrity) = try store.read {
+        let (recorded, commits, integrity) = try store.read {
             (try $0.leaseHistory(), try $0.commitLog(), try $0.integrityCheck())
         }
+        let history = LeaseHistory.fold(recorded, record: HeartbeatRecord.read(at: shared.writerLockPath))
         if let violation = LeaseAudit.check(history).first {
             throw ChaosViolation(round: round, invariant: "lease history", detail: violation.description)
         }

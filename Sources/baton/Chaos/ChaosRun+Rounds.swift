@@ -271,11 +271,11 @@ extension ChaosRun {
         try await untilNobodyWrites(round: round)
         try await WriterLease(directory: shared, store: store, name: "chaos").withLease(timeout: .seconds(30))
         {
-            try await edit(round: round, store: store, epoch: $0.epoch)
+            try await edit(round: round, store: store, access: $0.access)
         }
     }
 
-    func edit(round: Int, store: SharedStore, epoch: Int64) async throws {
+    func edit(round: Int, store: SharedStore, access: WriteAccess) async throws {
         let onServer = Set(
             try await client.adminRecords(type: "Account").compactMap { $0["Id"]?.stringValue })
         let entries = try await store.read { try $0.query(.all, in: "accounts") }
@@ -297,7 +297,7 @@ extension ChaosRun {
             ])
         }
         let toUpdate = updates
-        let written = try await store.write(fencedBy: epoch) { transaction -> [LocalEdit] in
+        let written = try await store.write(access) { transaction -> [LocalEdit] in
             var written: [LocalEdit] = []
             for (entryId, record) in toUpdate {
                 try transaction.upsert(record, into: "accounts", entryId: entryId)
@@ -325,7 +325,7 @@ extension ChaosRun {
         guard let store, let sabotage = options.sabotage else { return }
         switch sabotage {
         case .unleasedWrite:
-            try await store.write { transaction in
+            try await store.writeUnleased { transaction in
                 _ = try transaction.upsert(["Name": "written without the lease"], into: "accounts")
             }
         case .lostEdit:
@@ -335,7 +335,7 @@ extension ChaosRun {
                 timeout: .seconds(30)
             ) {
                 held in
-                try await store.write(fencedBy: held.epoch) { transaction in
+                try await store.write(held.access) { transaction in
                     for entryId in lost {
                         guard let entry = try transaction.entry(entryId, in: "accounts"),
                             entry.record["Id"] != nil

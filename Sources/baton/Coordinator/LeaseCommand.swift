@@ -17,7 +17,8 @@ struct LeaseCommand: ParsableCommand {
         @Flag(help: "Print a JSON array.") var json = false
 
         func run() throws {
-            let history = try directory.openStore(create: false).read { try $0.leaseHistory() }
+            let store = try directory.openStore(create: false)
+            let history = try LeaseHistory.read(store: store, directory: store.directory)
             if json {
                 CLIOutput.json(.array(history.map(\.jsonValue)))
                 return
@@ -52,9 +53,11 @@ struct LeaseCommand: ParsableCommand {
         @Flag(help: "Also fail on commits made outside any lease.") var strict = false
 
         func run() throws {
-            let (history, commits) = try directory.openStore(create: false).read {
-                (try $0.leaseHistory(), try $0.commitLog())
-            }
+            let store = try directory.openStore(create: false)
+            let (recorded, commits) = try store.read { (try $0.leaseHistory(), try $0.commitLog()) }
+            // A release only the lock file holds yet (the next holder's first write records it).
+            let history = LeaseHistory.fold(
+                recorded, record: HeartbeatRecord.read(at: store.directory.writerLockPath))
             let violations = LeaseAudit.check(history)
             let report = LeaseAudit.checkCommits(commits, history: history, strict: strict)
             let all = violations + report.violations

@@ -120,7 +120,7 @@ struct ParticipantCommand: AsyncParsableCommand {
         let client = RESTClient(baseURL: server, token: token, logger: logger)
         let syncs = try configuredSyncs(client: client)
         let manager = SyncManager(
-            store: store, targetFactory: RESTTargetFactory(client: client), logger: logger)
+            store: store, access: .none, targetFactory: RESTTargetFactory(client: client), logger: logger)
         let participant = try Participant(
             configuration: ParticipantConfiguration(
                 name: name, role: role, priority: priority, syncs: syncs,

@@ -108,17 +108,20 @@ struct CoordinatorSnapshot {
                 syncCounts: [:], syncStatuses: [:])
         }
         return try store.read { reader in
-            // The open interval names the writer, if its process is still alive and does not
-            // say it has let go (a release whose bookkeeping could not be written leaves the
-            // interval open until the next holder closes it).
-            let open = try reader.leaseHistory().last { $0.released == nil }
-            let writer = open.flatMap { record -> Writer? in
+            // The lock file names the holder (one that has not written yet is not in the store's
+            // history); it is the writer while its process lives, has not let go, and does not
+            // say it has (a holder that died keeps its record until the next one).
+            let history = LeaseHistory.fold(try reader.leaseHistory(), record: heartbeat)
+            let writer = heartbeat.flatMap { record -> Writer? in
+                guard record.released == 0 else { return nil }
                 let alive = kill(record.pid, 0) == 0 || errno == EPERM
-                let letGo = participants.contains { p in
-                    p.pid == record.pid && p.name == record.name && !p.isWriter
-                        && p.phase != HandOverStateMachine.Phase.releasing.rawValue
-                }
-                return alive && !letGo ? Writer(name: record.name, pid: record.pid, epoch: record.epoch) : nil
+                let status = participants.first { $0.pid == record.pid }
+                let letGo =
+                    status.map { !$0.isWriter && $0.phase != HandOverStateMachine.Phase.releasing.rawValue }
+                    ?? false
+                let name =
+                    history.last { $0.epoch == record.epoch }?.name ?? status?.name ?? "pid \(record.pid)"
+                return alive && !letGo ? Writer(name: name, pid: record.pid, epoch: record.epoch) : nil
             }
             var statuses: [String: String] = [:]
             for row in try reader.syncStates() { if let name = row.name { statuses[name] = row.status } }

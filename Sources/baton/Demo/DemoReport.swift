@@ -1,3 +1,4 @@
+import BatonCoordinator
 import BatonStore
 import Foundation
 import Logging
@@ -13,7 +14,7 @@ struct DemoReport {
         let shared = try run.directory
         let store = try SharedStore.open(
             directory: shared, create: false, logger: Logger(label: "baton.demo"))
-        let history = try store.read { try $0.leaseHistory() }
+        let history = try LeaseHistory.read(store: store, directory: shared)
         let names = ["host", "ext"]
         let logs = Dictionary(uniqueKeysWithValues: names.map { ($0, DemoRun.readLog(shared, $0)) })
         let walls = logs.values.flatMap { $0.compactMap { $0["wall"]?.intValue } } + history.map(\.acquired)

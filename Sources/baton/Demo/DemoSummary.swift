@@ -112,7 +112,7 @@ struct DemoSummary {
             summary.add("hand-over latency", false, "the extension's log has no lease and first page")
         }
 
-        let history = try await store.read { try $0.leaseHistory() }
+        let history = try LeaseHistory.read(store: store, directory: store.directory)
         let violations = LeaseAudit.check(history)
         summary.add(
             "lease history", violations.isEmpty && history.count >= 4,

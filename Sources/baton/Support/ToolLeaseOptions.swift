@@ -28,11 +28,11 @@ struct ToolLeaseOptions: ParsableArguments {
     func write<T: Sendable>(
         _ store: SharedStore, tool: String, _ body: @escaping @Sendable (StoreTransaction) throws -> T
     ) async throws -> T {
-        if unleased { return try await store.write(body) }
+        if unleased { return try await store.writeUnleased(body) }
         let lease = try WriterLease(directory: store.directory, store: store, name: "tool.\(tool)")
         do {
             return try await lease.withLease(timeout: .milliseconds(Int64(timeout * 1000))) { held in
-                try await store.write(fencedBy: held.epoch, body)
+                try await store.write(held.access, body)
             }
         } catch let error as CoordinatorError {
             throw CLIError(message: error.message)

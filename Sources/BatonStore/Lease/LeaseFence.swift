@@ -1,0 +1,126 @@
+import Synchronization
+
+/// How the interval before a lease holding ends in the history, as the lock file told the next
+/// holder: its epoch, when it ended (ms since 1970) and how.
+public struct LeaseClosing: Sendable, Hashable {
+    public enum Kind: String, Sendable, Hashable {
+        /// The holder let go.
+        case released
+        /// The next holder closed it: the holder died, or stopped renewing and was taken over.
+        case takenOver = "taken-over"
+    }
+
+    public var epoch: Int64
+    public var at: Int64
+    public var kind: Kind
+
+    public init(epoch: Int64, at: Int64, kind: Kind) {
+        self.epoch = epoch
+        self.at = at
+        self.kind = kind
+    }
+}
+
+/// The handle a lease holder's writes go through: the epoch that fences them, and the
+/// bookkeeping of the holding, which the holder's first write records in its own transaction
+/// (a turn of the lease costs no transaction of its own).
+///
+/// The first write commits only if the store's epoch is still the one seen when the lease was
+/// granted (``previous``) and the lock is still the one in place (`stillHeld`, asked inside the
+/// transaction, which serializes with a takeover's); it then closes the previous interval, starts
+/// ``epoch`` and appends its history row. Every later write commits only while the store's epoch
+/// is ``epoch``. A holder frozen before its first write and taken over meanwhile can never
+/// record or commit anything.
+public final class LeaseFence: Sendable, Hashable, CustomStringConvertible {
+    /// The epoch every write of this holding is fenced by.
+    public let epoch: Int64
+    public let holder: String
+    public let pid: Int32
+    /// When the lease was granted (ms since 1970): the history row's `acquired`.
+    public let granted: Int64
+    /// The store's epoch when the lease was granted.
+    public let previous: Int64
+    /// How the interval of ``previous`` ends, when the lock file said (nil: at ``granted``, as
+    /// taken over).
+    public let closing: LeaseClosing?
+    private let stillHeld: @Sendable () -> Bool
+    private let recorded: Atomic<Bool>
+
+    /// - Parameters:
+    ///   - recorded: true when the holding is in the store already (a takeover records it in its
+    ///     own transaction).
+    ///   - stillHeld: whether the lock that grants this holding is still the one in place.
+    public init(
+        epoch: Int64, holder: String, pid: Int32, granted: Int64, previous: Int64, closing: LeaseClosing?,
+        recorded: Bool = false, stillHeld: @escaping @Sendable () -> Bool
+    ) {
+        self.epoch = epoch
+        self.holder = holder
+        self.pid = pid
+        self.granted = granted
+        self.previous = previous
+        self.closing = closing
+        self.stillHeld = stillHeld
+        self.recorded = Atomic(recorded)
+    }
+
+    /// Whether the store has this holding (its first write committed).
+    public var isRecorded: Bool { recorded.load(ordering: .acquiring) }
+
+    /// When the history row says the holding began: never before the previous one ended.
+    public var acquired: Int64 { max(granted, closing?.at ?? granted) }
+
+    public var description: String { "epoch \(epoch) of '\(holder)' (pid \(pid))" }
+
+    public static func == (lhs: LeaseFence, rhs: LeaseFence) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+    /// Inside a write transaction: fails unless this holding may commit; records it first when
+    /// it is not in the store yet.
+    ///
+    /// - Returns: true when this transaction records the holding (mark it once committed).
+    func admit(_ transaction: StoreTransaction) throws -> Bool {
+        let current = try transaction.leaseEpoch()
+        if isRecorded {
+            guard current == epoch else {
+                throw StoreError(
+                    .staleEpoch,
+                    "the writer lease moved to epoch \(current) while this process held epoch \(epoch); nothing was written"
+                )
+            }
+            return false
+        }
+        guard current == previous, stillHeld() else {
+            throw StoreError(
+                .staleEpoch,
+                "the writer lease moved (epoch \(current)) before this process recorded epoch \(epoch); nothing was written"
+            )
+        }
+        try transaction.recordLeaseEpoch(
+            epoch, name: holder, pid: pid, acquired: acquired,
+            closing: closing?.epoch == previous
+                ? closing! : LeaseClosing(epoch: previous, at: acquired, kind: .takenOver))
+        return true
+    }
+
+    func markRecorded() {
+        recorded.store(true, ordering: .releasing)
+    }
+}
+
+/// What a process's writes go through: the lease it holds, or a write outside any lease that a
+/// caller means (a single-process store, `baton store upsert --unleased`), or nothing.
+public enum WriteAccess: Sendable, Hashable {
+    /// Under the writer lease: every write is fenced by it.
+    case lease(LeaseFence)
+    /// Outside any lease, on purpose.
+    case unleased
+    /// This process may not write now (it does not hold the lease).
+    case none
+
+    /// The fencing epoch, when under a lease.
+    public var epoch: Int64? {
+        if case .lease(let fence) = self { return fence.epoch }
+        return nil
+    }
+}
