@@ -92,6 +92,33 @@ struct LeaseRecordTests {
         } throws: { ($0 as? StoreError)?.code == .staleEpoch }
     }
 
+    @Test(
+        "an interval with no known release ends at the next holder's first write, after its own last commit")
+    func unknownReleaseEndsAtFirstWrite() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        try store.registerSoup("s", indexSpecs: [])
+        let old = Self.fence(1, over: 0, holder: "old")
+        try store.write(.lease(old)) { try $0.upsert(["a": 1], into: "s") }
+        // The next holder was granted a lock a second ago (say on a lock file recreated after a
+        // deletion) while the old one, unaware, still commits under its epoch.
+        let next = LeaseFence(
+            epoch: 2, holder: "next", pid: getpid(), granted: Clock.nowMillis() - 1000, previous: 1,
+            closing: nil, stillHeld: { true })
+        try store.write(.lease(old)) { try $0.upsert(["a": 2], into: "s") }
+        let lastOld = try #require(try store.read { try $0.commitLog().last?.at })
+        try store.write(.lease(next)) { try $0.upsert(["a": 3], into: "s") }
+        let history = try store.read { try $0.leaseHistory() }
+        let released = try #require(history.first?.released)
+        #expect(released >= lastOld, "the old interval ended at \(released), before its commit at \(lastOld)")
+        #expect(history.last?.acquired ?? 0 >= released)
+        #expect(history.first?.releaseKind == "taken-over")
+        // From the next holder's commit on, the old epoch is fenced.
+        #expect(throws: StoreError.self) {
+            try store.write(.lease(old)) { try $0.upsert(["a": 4], into: "s") }
+        }
+    }
+
     @Test("a first write whose commit fails leaves the holding unrecorded; the next write records it")
     func failedFirstWriteRecordsNothing() throws {
         let fixture = try StoreFixture()

@@ -55,6 +55,12 @@ final class BatonProcess: Sendable {
     private let notify: AsyncStream<Void>.Continuation
     let arguments: [String]
 
+    /// A test that fails (throws) mid-way never leaves its processes running: they would spin in
+    /// a deleted directory and slow every later test down.
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
     init(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws {
         self.arguments = arguments
         let process = Process()

@@ -67,7 +67,9 @@ public final class LeaseFence: Sendable, Hashable, CustomStringConvertible {
     /// Whether the store has this holding (its first write committed).
     public var isRecorded: Bool { recorded.load(ordering: .acquiring) }
 
-    /// When the history row says the holding began: never before the previous one ended.
+    /// When the holding began, as far as the lease knows: never before the release it followed.
+    /// (Its history row can say later: a holding that followed no known release begins with its
+    /// first write.)
     public var acquired: Int64 { max(granted, closing?.at ?? granted) }
 
     public var description: String { "epoch \(epoch) of '\(holder)' (pid \(pid))" }
@@ -96,10 +98,15 @@ public final class LeaseFence: Sendable, Hashable, CustomStringConvertible {
                 "the writer lease moved (epoch \(current)) before this process recorded epoch \(epoch); nothing was written"
             )
         }
+        // A release the lock file told of ends the interval before it when it happened. Without
+        // one (the holder died, or the lock file was deleted under a holder that may still be
+        // committing under its epoch until this transaction), it ends now: never before a
+        // commit of its own.
+        let closes =
+            closing?.epoch == previous
+            ? closing! : LeaseClosing(epoch: previous, at: transaction.now, kind: .takenOver)
         try transaction.recordLeaseEpoch(
-            epoch, name: holder, pid: pid, acquired: acquired,
-            closing: closing?.epoch == previous
-                ? closing! : LeaseClosing(epoch: previous, at: acquired, kind: .takenOver))
+            epoch, name: holder, pid: pid, acquired: max(granted, closes.at), closing: closes)
         return true
     }
 
