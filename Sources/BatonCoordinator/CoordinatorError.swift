@@ -6,7 +6,6 @@ public struct CoordinatorError: Error, Sendable, Hashable, CustomStringConvertib
         /// Another live process already runs a participant of that name.
         case nameInUse = "name_in_use"
         case watchFailed = "watch_failed"
-        case badSignalFile = "bad_signal_file"
         case io
     }
 

@@ -22,7 +22,7 @@ public class StoreReader {
 /// back together. Valid only inside the closure it is given to.
 public final class StoreTransaction: StoreReader {
     /// When the transaction began (ms since 1970): the time its commit is logged with.
-    public let now = Clock.nowMillis()
+    public let now = WallClock.nowMillis()
 
     /// Bumps the change sequence and appends this commit to the commit log (who committed,
     /// under which epoch), keeping the newest ``CommitRecord/retained`` rows (trimmed once every

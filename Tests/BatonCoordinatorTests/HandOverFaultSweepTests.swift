@@ -59,7 +59,7 @@ struct HandOverFaultSweepTests {
         let temp = try TemporaryDirectory()
         let shared = try SharedDirectory(path: temp.path + "/d")
 
-        func participant(_ name: String, role: String, _ lifecycle: Lifecycle) throws -> (
+        func participant(_ name: String, role: ParticipantRole, _ lifecycle: Lifecycle) throws -> (
             Participant, SharedStore
         ) {
             let made = try TestParticipant(
@@ -68,8 +68,8 @@ struct HandOverFaultSweepTests {
             return (made.participant, made.store)
         }
 
-        let (ext, extStore) = try participant("ext", role: "extension", .foreground)
-        let (host, hostStore) = try participant("host", role: "host", .background)
+        let (ext, extStore) = try participant("ext", role: .appExtension, .foreground)
+        let (host, hostStore) = try participant("host", role: .host, .background)
         let faulted = side == .releasing ? extStore : hostStore
         var violations: [String] = []
         var count = 0

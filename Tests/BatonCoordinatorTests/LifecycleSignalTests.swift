@@ -180,7 +180,7 @@ struct ParticipantStatusFileTests {
         let shared = try SharedDirectory(path: temp.path + "/d")
         try shared.ensureSubdirectory(shared.participantsPath)
         let real = ParticipantStatus(
-            role: "host", name: "host", priority: 100, pid: getpid(), lifecycle: .foreground, phase: "writer",
+            role: .host, name: "host", priority: 100, pid: getpid(), lifecycle: .foreground, phase: .writer,
             epoch: 3, managerState: "accepting_syncs", updated: 1)
         try real.publish(in: shared)
         // A planted status elsewhere, linked in: never followed.

@@ -32,7 +32,8 @@ struct TestParticipant {
     let store: SharedStore
 
     init(
-        _ name: String, role: String, _ lifecycle: Lifecycle, shared: SharedDirectory, client: RESTClient,
+        _ name: String, role: ParticipantRole, _ lifecycle: Lifecycle, shared: SharedDirectory,
+        client: RESTClient,
         logger: Logger, batchSize: Int, retryDelay: Duration = .milliseconds(500),
         maxRetryDelay: Duration = .seconds(30)
     ) throws {
@@ -66,11 +67,11 @@ struct ParticipantTests {
         try await client.adminSetFaults(["latencyMs": 40])
 
         let extensionParticipant = try TestParticipant(
-            "ext", role: "extension", .foreground, shared: shared, client: client, logger: quiet,
+            "ext", role: .appExtension, .foreground, shared: shared, client: client, logger: quiet,
             batchSize: 200)
         let (ext, extManager) = (extensionParticipant.participant, extensionParticipant.manager)
         let host = try TestParticipant(
-            "host", role: "host", .background, shared: shared, client: client, logger: quiet, batchSize: 200
+            "host", role: .host, .background, shared: shared, client: client, logger: quiet, batchSize: 200
         ).participant
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await ext.run() }
@@ -122,7 +123,7 @@ struct ParticipantTests {
             client: client, query: "SELECT Id, Name FROM Account", batchSize: 10)
         let participant = try Participant(
             configuration: ParticipantConfiguration(
-                name: "host", role: "host",
+                name: "host", role: .host,
                 syncs: [.down(name: "accounts", soup: "accounts", target: target, options: SyncOptions())],
                 initialLifecycle: .foreground, retryDelay: .milliseconds(20)),
             directory: shared, store: store, manager: manager, logger: quiet)

@@ -239,7 +239,7 @@ struct LeaseTakeoverTests {
         #expect(try lock.tryLock())
         let previous = try store.read { try $0.leaseEpoch() }
         let fence = LeaseFence(
-            epoch: previous + 1, holder: "frozen", pid: getpid(), granted: Clock.nowMillis(),
+            epoch: previous + 1, holder: "frozen", pid: getpid(), granted: WallClock.nowMillis(),
             previous: previous, closing: nil, stillHeld: { lock.isStillAtPath })
         if recorded { try store.write(.lease(fence)) { try $0.registerSoup("frozen", indexSpecs: []) } }
         let age = UInt64(beatAge.components.seconds) * 1_000_000_000
@@ -358,7 +358,8 @@ struct LeaseTakeoverTests {
         #expect(try lock.tryLock())
         try FileManager.default.removeItem(atPath: shared.writerLockPath)
         let fence = LeaseFence(
-            epoch: 1, holder: "late", pid: getpid(), granted: Clock.nowMillis(), previous: 0, closing: nil,
+            epoch: 1, holder: "late", pid: getpid(), granted: WallClock.nowMillis(), previous: 0,
+            closing: nil,
             stillHeld: { lock.isStillAtPath })
         #expect(throws: StoreError.self) {
             try store.write(.lease(fence)) { try $0.registerSoup("late", indexSpecs: []) }

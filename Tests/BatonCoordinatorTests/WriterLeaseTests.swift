@@ -113,8 +113,8 @@ struct WriterLeaseTests {
         #expect(try nameLock.tryLock())
         defer { nameLock.unlock() }
         let status = ParticipantStatus(
-            role: "host", name: "high", priority: 100, pid: getpid(), lifecycle: .background,
-            phase: "background", epoch: nil, managerState: "stopped", updated: 1)
+            role: .host, name: "high", priority: 100, pid: getpid(), lifecycle: .background,
+            phase: .background, epoch: nil, managerState: "stopped", updated: 1)
         try status.publish(in: f.shared)
         let held = try await waiting.value
         #expect(lease.current == held)

@@ -48,3 +48,25 @@ struct JSONValueTests {
         #expect(throws: JSONParseError.self) { try JSONValue(parsing: deep) }
     }
 }
+
+@Suite("Seeded generator")
+struct SplitMix64Tests {
+    @Test("one seed, one sequence; another seed, another; draws stay in range")
+    func repeats() {
+        var a = SplitMix64(seed: 42)
+        var b = SplitMix64(seed: 42)
+        var c = SplitMix64(seed: 43)
+        let first = (0..<8).map { _ in a.next() }
+        #expect(first == (0..<8).map { _ in b.next() })
+        #expect(first != (0..<8).map { _ in c.next() })
+        for _ in 0..<1000 {
+            let draw = a.int(3...9)
+            #expect((3...9).contains(draw))
+            let unit = a.nextUnit()
+            #expect(unit >= 0 && unit < 1)
+        }
+        let never = a.chance(0)
+        let always = a.chance(1)
+        #expect(!never && always)
+    }
+}

@@ -10,7 +10,7 @@ struct LeaseRecordTests {
         closing: LeaseClosing? = nil, stillHeld: @escaping @Sendable () -> Bool = { true }
     ) -> LeaseFence {
         LeaseFence(
-            epoch: epoch, holder: holder, pid: pid, granted: Clock.nowMillis(), previous: previous,
+            epoch: epoch, holder: holder, pid: pid, granted: WallClock.nowMillis(), previous: previous,
             closing: closing, stillHeld: stillHeld)
     }
 
@@ -30,7 +30,7 @@ struct LeaseRecordTests {
         } throws: { ($0 as? StoreError)?.code == .staleEpoch }
         #expect(try store.count(in: "s") == 2)
         // The third holder learned from the lock file that the second let go, and when.
-        let releasedAt = Clock.nowMillis()
+        let releasedAt = WallClock.nowMillis()
         let third = Self.fence(
             3, over: 2, holder: "host", closing: LeaseClosing(epoch: 2, at: releasedAt, kind: .released))
         try store.write(.lease(third)) { try $0.upsert(["a": 4], into: "s") }
@@ -103,7 +103,7 @@ struct LeaseRecordTests {
         // The next holder was granted a lock a second ago (say on a lock file recreated after a
         // deletion) while the old one, unaware, still commits under its epoch.
         let next = LeaseFence(
-            epoch: 2, holder: "next", pid: getpid(), granted: Clock.nowMillis() - 1000, previous: 1,
+            epoch: 2, holder: "next", pid: getpid(), granted: WallClock.nowMillis() - 1000, previous: 1,
             closing: nil, stillHeld: { true })
         try store.write(.lease(old)) { try $0.upsert(["a": 2], into: "s") }
         let lastOld = try #require(try store.read { try $0.commitLog().last?.at })

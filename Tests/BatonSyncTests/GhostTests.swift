@@ -3,7 +3,7 @@ import BatonStore
 import BatonSync
 import Testing
 
-@Suite("Clean resync ghosts")
+@Suite("Clean resync ghosts", .timeLimit(.minutes(5)))
 struct GhostTests {
     @Test("removes server-deleted records of that sync only, sparing local edits")
     func removesGhosts() async throws {

@@ -4,7 +4,7 @@ import BatonSync
 import SOQL
 import Testing
 
-@Suite("reSync, names and errors")
+@Suite("reSync, names and errors", .timeLimit(.minutes(5)))
 struct ReSyncTests {
     @Test("reSync after done fetches only records changed since (>), by id and by name")
     func reSyncAfterDone() async throws {
@@ -83,7 +83,7 @@ struct ReSyncTests {
     }
 }
 
-@Suite("Merge modes")
+@Suite("Merge modes", .timeLimit(.minutes(5)))
 struct MergeModeTests {
     func editLocally(_ f: SyncFixture, id: String, name: String) async throws {
         try await f.store.writeUnleased { transaction in

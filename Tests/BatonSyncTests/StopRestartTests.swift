@@ -5,7 +5,7 @@ import BatonSync
 import SOQL
 import Testing
 
-@Suite("Stop and restart (Mobile SDK 7.1)")
+@Suite("Stop and restart (Mobile SDK 7.1)", .timeLimit(.minutes(5)))
 struct StopRestartTests {
     @Test("stop a sync down mid-way, then resume it from maxTimeStamp")
     func stopAndResume() async throws {

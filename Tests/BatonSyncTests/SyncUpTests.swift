@@ -3,7 +3,7 @@ import BatonStore
 import BatonSync
 import Testing
 
-@Suite("Sync up")
+@Suite("Sync up", .timeLimit(.minutes(5)))
 struct SyncUpTests {
     /// Syncs the server's accounts down, then returns the local entries by server id.
     func fetchDown(_ f: SyncFixture) async throws -> [String: SoupEntry] {

@@ -46,6 +46,16 @@ extension HeavyEndToEnd {
             #expect(stdout.contains("| contention, p99 write latency ms |"))
         }
 
+        @Test("stop and hand-over: a tail of fewer than 100 trials is called the max, never a p99")
+        func lifecycleTail() async throws {
+            let (stdout, figures) = try await bench("lifecycle", records: 1000)
+            #expect(figures.value(atPath: "stop.trials")?.intValue == 1)
+            #expect(figures.value(atPath: "stop.maxMs")?.doubleValue != nil)
+            #expect(figures.value(atPath: "stop.p99Ms") == nil)
+            #expect(figures.value(atPath: "handover.firstPageMaxMs")?.doubleValue != nil)
+            #expect(stdout.contains("| stop latency p50 / max, ms (1 trials;"), "\(stdout)")
+        }
+
         @Test("an unknown scenario is refused")
         func unknownScenario() async throws {
             let result = try await BatonProcess.run(["bench", "--only", "speed"])

@@ -140,7 +140,11 @@ extension HeavyEndToEnd {
         @Test("a stop while the server holds a request for 10 s releases the lease long before")
         func stopWithHeldRequest() async throws {
             let f = try await CoordinatorFixture(records: 2_000)
-            try f.start("host", role: "host", lifecycle: "foreground", batchSize: 100)
+            // A stop deadline far past the wait below: a release within it comes from the stop
+            // cancelling the held request, not from the deadline's interrupt.
+            try f.start(
+                "host", role: "host", lifecycle: "foreground", batchSize: 100,
+                extra: ["--stop-deadline", "60"])
             #expect(try await f.wait(["--writer", "host"]))
             try await f.client.adminSetFaults(["latencyMs": 10_000])
             let held = f.server.server.requestCount + 2  // this call, then the held page request
@@ -150,6 +154,7 @@ extension HeavyEndToEnd {
             #expect(try await f.wait(["--no-writer"], timeout: 5))
             let stopped = f.log("host").first { $0["event"] == "stopped" }
             #expect((stopped?["stopMs"]?.doubleValue ?? 1e9) < 5_000)
+            #expect(!f.log("host").contains { $0["event"] == "stop.deadline" })
             try await f.client.adminClearFaults()
             try await f.finish()
         }

@@ -165,7 +165,7 @@ public final class WriterLease: Sendable {
         let closing = last?.closing(of: storeEpoch)
         heartbeat.hold(lock, epoch: epoch, closing: closing)
         let fence = LeaseFence(
-            epoch: epoch, holder: name, pid: getpid(), granted: Clock.nowMillis(), previous: storeEpoch,
+            epoch: epoch, holder: name, pid: getpid(), granted: WallClock.nowMillis(), previous: storeEpoch,
             closing: closing, stillHeld: { lock.isStillAtPath })
         return adopt(Held(fence: fence, takeover: nil), lock)
     }
@@ -410,7 +410,7 @@ public final class WriterLease: Sendable {
             return state.lock
         }
         guard let lock else { return }
-        heartbeat.drop(released: recordRelease && lock.isStillAtPath ? Clock.nowMillis() : nil)
+        heartbeat.drop(released: recordRelease && lock.isStillAtPath ? WallClock.nowMillis() : nil)
         lock.unlock()
         // Checkpoints held back while the lease was held run now, while nobody waits for them.
         store.releaseCheckpoints()

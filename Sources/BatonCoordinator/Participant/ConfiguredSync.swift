@@ -20,7 +20,7 @@ public enum ConfiguredSync: Sendable {
 public struct ParticipantConfiguration: Sendable {
     public var name: String
     /// `host` or `extension`.
-    public var role: String
+    public var role: ParticipantRole
     /// Higher wins the lease among foreground participants (host 100, extension 10 by default).
     public var priority: Int
     public var syncs: [ConfiguredSync]
@@ -37,7 +37,7 @@ public struct ParticipantConfiguration: Sendable {
     public var leaseTerm: Duration
 
     public init(
-        name: String, role: String, priority: Int? = nil, syncs: [ConfiguredSync] = [],
+        name: String, role: ParticipantRole, priority: Int? = nil, syncs: [ConfiguredSync] = [],
         initialLifecycle: Lifecycle? = nil,
         stopDeadline: Duration = .seconds(5),
         retryDelay: Duration? = .milliseconds(500),
@@ -46,7 +46,7 @@ public struct ParticipantConfiguration: Sendable {
     ) {
         self.name = name
         self.role = role
-        self.priority = priority ?? (role == "host" ? 100 : 10)
+        self.priority = priority ?? role.defaultPriority
         self.syncs = syncs
         self.initialLifecycle = initialLifecycle
         self.stopDeadline = stopDeadline

@@ -149,7 +149,7 @@ public actor Participant {
         log.log(
             "started",
             [
-                "role": .string(configuration.role), "priority": .int(Int64(configuration.priority)),
+                "role": .string(configuration.role.rawValue), "priority": .int(Int64(configuration.priority)),
                 "pid": .int(Int64(getpid())),
             ])
         try publish()
@@ -725,9 +725,9 @@ public actor Participant {
         let status = ParticipantStatus(
             role: configuration.role, name: configuration.name, priority: configuration.priority,
             pid: getpid(),
-            lifecycle: machine.desired, phase: machine.phase.rawValue, epoch: machine.held?.epoch,
+            lifecycle: machine.desired, phase: machine.phase, epoch: machine.held?.epoch,
             managerState: (managerState ?? lastManagerState)?.rawValue ?? "stopped",
-            updated: Clock.nowMillis(), problem: problem)
+            updated: WallClock.nowMillis(), problem: problem)
         try status.publish(in: directory)
     }
 }

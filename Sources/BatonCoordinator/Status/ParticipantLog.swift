@@ -47,7 +47,7 @@ public final class ParticipantLog: Sendable {
         var object = fields
         object["event"] = .string(event)
         object["t"] = .double((Self.monotonicMillis() * 1000).rounded() / 1000)
-        object["wall"] = .int(Clock.nowMillis())
+        object["wall"] = .int(WallClock.nowMillis())
         let line = JSONValue.object(object).jsonString + "\n"
         torn.withLock { torn in
             let bytes = Array((torn ? "\n" + line : line).utf8)

@@ -1,18 +1,26 @@
 import BatonStore
 import Foundation
 
+/// What a participant stands in for: the app, or one of its extensions.
+public enum ParticipantRole: String, Sendable, Hashable, CaseIterable {
+    case host
+    case appExtension = "extension"
+
+    /// The lease priority a role gets unless told otherwise: the host wins.
+    public var defaultPriority: Int { self == .host ? 100 : 10 }
+}
+
 /// A participant's published state, `D/participants/<name>.json` (replaced atomically).
 public struct ParticipantStatus: Sendable, Hashable {
-    /// `host` or `extension`.
-    public var role: String
+    public var role: ParticipantRole
     public var name: String
     /// Higher wins the lease when several are foreground.
     public var priority: Int
     public var pid: Int32
     /// What its lifecycle signal says.
     public var lifecycle: Lifecycle
-    /// Its hand-over phase (`background`, `waiting`, `writer`, `releasing`, `finished`).
-    public var phase: String
+    /// Its hand-over phase.
+    public var phase: HandOverStateMachine.Phase
     /// The lease epoch it holds, when writer.
     public var epoch: Int64?
     /// Its sync manager's state.
@@ -23,8 +31,8 @@ public struct ParticipantStatus: Sendable, Hashable {
     /// a lease it could not record), or nil.
     public var problem: String?
 
-    public var isWriter: Bool { phase == HandOverStateMachine.Phase.writer.rawValue }
-    public var isWaiting: Bool { phase == HandOverStateMachine.Phase.waitingForLease.rawValue }
+    public var isWriter: Bool { phase == .writer }
+    public var isWaiting: Bool { phase == .waitingForLease }
 
     /// Whether its process still exists.
     public var isAlive: Bool {
@@ -32,7 +40,8 @@ public struct ParticipantStatus: Sendable, Hashable {
     }
 
     public init(
-        role: String, name: String, priority: Int, pid: Int32, lifecycle: Lifecycle, phase: String,
+        role: ParticipantRole, name: String, priority: Int, pid: Int32, lifecycle: Lifecycle,
+        phase: HandOverStateMachine.Phase,
         epoch: Int64?,
         managerState: String, updated: Int64, problem: String? = nil
     ) {
@@ -50,19 +59,23 @@ public struct ParticipantStatus: Sendable, Hashable {
 
     public var json: JSONObject {
         [
-            "name": .string(name), "role": .string(role), "priority": .int(Int64(priority)),
+            "name": .string(name), "role": .string(role.rawValue), "priority": .int(Int64(priority)),
             "pid": .int(Int64(pid)),
-            "lifecycle": .string(lifecycle.rawValue), "phase": .string(phase), "writer": .bool(isWriter),
+            "lifecycle": .string(lifecycle.rawValue), "phase": .string(phase.rawValue),
+            "writer": .bool(isWriter),
             "epoch": epoch.map(JSONValue.int) ?? .null, "managerState": .string(managerState),
             "updated": .int(updated), "problem": problem.map(JSONValue.string) ?? .null,
         ]
     }
 
+    /// Nil for anything that is not a status this version writes (an unknown role or phase
+    /// included): such a file is skipped like junk.
     init?(json: JSONObject) {
-        guard let name = json["name"]?.stringValue, let role = json["role"]?.stringValue,
+        guard let name = json["name"]?.stringValue,
+            let role = json["role"]?.stringValue.flatMap(ParticipantRole.init(rawValue:)),
             let priority = json["priority"]?.intValue, let pid = json["pid"]?.intValue,
             let lifecycle = json["lifecycle"]?.stringValue.flatMap(Lifecycle.init(rawValue:)),
-            let phase = json["phase"]?.stringValue
+            let phase = json["phase"]?.stringValue.flatMap(HandOverStateMachine.Phase.init(rawValue:))
         else { return nil }
         self.init(
             role: role, name: name, priority: Int(priority), pid: Int32(truncatingIfNeeded: pid),

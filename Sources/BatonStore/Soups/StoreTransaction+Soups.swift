@@ -24,7 +24,7 @@ extension StoreTransaction {
         }
         try db.execute(
             sql: "INSERT INTO soup_registry (name, indexSpecs, created) VALUES (?, ?, ?)",
-            arguments: [name, Self.specsJSON(indexSpecs), Clock.nowMillis()])
+            arguments: [name, Self.specsJSON(indexSpecs), WallClock.nowMillis()])
         let soup = try soup(name)
         try db.execute(
             sql: """
@@ -89,7 +89,7 @@ extension StoreTransaction {
         throws
         -> SoupEntry
     {
-        let now = Clock.nowMillis()
+        let now = WallClock.nowMillis()
         let json = record.jsonString
         var targetId = entryId
         if targetId == nil, let externalIdPath {
@@ -131,15 +131,6 @@ extension StoreTransaction {
         }
         return deleted
     }
-
-    /// Deletes every record matching `query` (its order and limit are ignored); returns the count.
-    @discardableResult
-    public func delete(matching query: SoupQuery, from soupName: String) throws -> Int {
-        let soup = try soup(soupName)
-        let (whereSQL, arguments) = try Self.whereClause(query, soup: soup)
-        try db.execute(sql: "DELETE FROM \(soup.tableName)\(whereSQL)", arguments: arguments)
-        return db.changesCount
-    }
 }
 
 /// Name rules shared by soups, participants and syncs: `[A-Za-z0-9._-]{1,64}`.
@@ -162,13 +153,5 @@ public enum Names {
             throw StoreError(
                 .invalidName, "invalid \(what) '\(name.prefix(80))'; use 1-64 of A-Z a-z 0-9 . _ -")
         }
-    }
-}
-
-/// Wall-clock time as the store records it.
-public enum Clock {
-    /// Milliseconds since 1970.
-    public static func nowMillis() -> Int64 {
-        Int64((Date().timeIntervalSince1970 * 1000).rounded())
     }
 }

@@ -47,7 +47,7 @@ extension SyncManager {
                         metadata: ["baton.sync": "\(state.id)", "baton.error": "\(state.error ?? "")"])
                 }
             }
-            state.endTime = Clock.nowMillis()
+            state.endTime = WallClock.nowMillis()
             cancelRequested.remove(state.id)
             // Waiters resume in `execute`, once this job is no longer current.
             await persistFinal(state, onUpdate: job.onUpdate)

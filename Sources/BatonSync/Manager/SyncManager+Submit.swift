@@ -139,7 +139,7 @@ extension SyncManager {
         running.progress = 0
         running.totalSize = -1
         running.error = nil
-        running.startTime = Clock.nowMillis()
+        running.startTime = WallClock.nowMillis()
         running.endTime = nil
         cancelRequested.remove(state.id)
         try await persist(running, onUpdate: onUpdate)

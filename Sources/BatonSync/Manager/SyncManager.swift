@@ -452,7 +452,7 @@ public actor SyncManager {
         case .run:
             if var state = try? SyncState.byId(job.syncId, store: store) {
                 state.status = .stopped
-                state.endTime = Clock.nowMillis()
+                state.endTime = WallClock.nowMillis()
                 await persistFinal(state, onUpdate: job.onUpdate)
                 resumeSyncWaiters(job.syncId, state)
             } else {

@@ -16,6 +16,8 @@ public struct SyncError: Error, Sendable, Hashable, CustomStringConvertible {
         case invalidTarget = "invalid_target"
         /// restart while syncs are still running.
         case notStopped = "not_stopped"
+        /// A stored sync this version cannot read (an unknown type or status).
+        case unreadableSync = "unreadable_sync"
     }
 
     public var code: Code

@@ -25,14 +25,29 @@ public struct SyncState: Sendable, Hashable {
 
     public var mergeMode: MergeMode { options.mergeMode }
 
-    init(row: SyncStateRow) {
+    /// - Throws: `unreadableSync` naming the row when its type or status is not one this
+    ///   version knows (never read as something it is not).
+    init(row: SyncStateRow) throws {
+        func unreadable(_ what: String, _ value: String, _ known: [String]) -> SyncError {
+            let label = row.name.map { "'\($0)' (#\(row.id))" } ?? "#\(row.id)"
+            return SyncError(
+                .unreadableSync,
+                "sync \(label) in the store has an unknown \(what) '\(value.prefix(40))' (this version knows \(known.joined(separator: ", "))); it was written by another version or by hand"
+            )
+        }
+        guard let type = SyncType(rawValue: row.type) else {
+            throw unreadable("type", row.type, SyncType.allCases.map(\.rawValue))
+        }
+        guard let status = SyncStatus(rawValue: row.status) else {
+            throw unreadable("status", row.status, SyncStatus.allCases.map(\.rawValue))
+        }
         id = row.id
         name = row.name
-        type = SyncType(rawValue: row.type) ?? .syncDown
+        self.type = type
         target = row.target
         options = SyncOptions(json: row.options)
         soupName = row.soupName
-        status = SyncStatus(rawValue: row.status) ?? .failed
+        self.status = status
         progress = row.progress
         totalSize = row.totalSize
         maxTimeStamp = row.maxTimeStamp
@@ -64,21 +79,21 @@ public struct SyncState: Sendable, Hashable {
 
     /// The persisted syncs with `status`, in id order (Mobile Sync's `getSyncsWithStatus`).
     public static func getSyncsWithStatus(_ store: SharedStore, _ status: SyncStatus) throws -> [SyncState] {
-        try store.read { try $0.syncStates(status: status.rawValue) }.map(SyncState.init(row:))
+        try store.read { try $0.syncStates(status: status.rawValue) }.map { try SyncState(row: $0) }
     }
 
     /// Every persisted sync, in id order.
     public static func all(_ store: SharedStore) throws -> [SyncState] {
-        try store.read { try $0.syncStates() }.map(SyncState.init(row:))
+        try store.read { try $0.syncStates() }.map { try SyncState(row: $0) }
     }
 
     /// The persisted sync with this id, or `nil`.
     public static func byId(_ id: Int64, store: SharedStore) throws -> SyncState? {
-        try store.read { try $0.syncState(id: id) }.map(SyncState.init(row:))
+        try store.read { try $0.syncState(id: id) }.map { try SyncState(row: $0) }
     }
 
     /// The persisted sync with this name, or `nil`.
     public static func byName(_ name: String, store: SharedStore) throws -> SyncState? {
-        try store.read { try $0.syncState(name: name) }.map(SyncState.init(row:))
+        try store.read { try $0.syncState(name: name) }.map { try SyncState(row: $0) }
     }
 }

@@ -66,19 +66,30 @@ struct BenchCommand: AsyncParsableCommand {
             func p(_ values: [Double], _ percentile: Double) -> JSONValue {
                 .double(r(BenchStats.percentile(values, percentile)))
             }
-            figures["stop"] = [
-                "p50Ms": p(lifecycle.stopMs, 50), "p99Ms": p(lifecycle.stopMs, 99),
-                "inFlightP50Ms": p(lifecycle.inFlightStopMs, 50),
-                "inFlightP99Ms": p(lifecycle.inFlightStopMs, 99),
-            ]
-            figures["handover"] = [
-                "p50Ms": p(lifecycle.handoverMs, 50), "p99Ms": p(lifecycle.handoverMs, 99),
-                "firstPageP50Ms": p(lifecycle.firstPageMs, 50),
-                "firstPageP99Ms": p(lifecycle.firstPageMs, 99),
-            ]
+            // A p99 needs 100 samples or more; of fewer it is the maximum, and says so.
+            func tail(_ key: String, _ values: [Double]) -> (String, JSONValue) {
+                let name = values.count >= 100 ? "P99Ms" : "MaxMs"
+                let full = key.isEmpty ? name.prefix(1).lowercased() + name.dropFirst() : key + name
+                return (full, p(values, 99))
+            }
+            figures["stop"] = .object(
+                JSONObject(uniqueKeysWithValues: [
+                    ("p50Ms", p(lifecycle.stopMs, 50)), tail("", lifecycle.stopMs),
+                    ("inFlightP50Ms", p(lifecycle.inFlightStopMs, 50)),
+                    tail("inFlight", lifecycle.inFlightStopMs),
+                    ("trials", .int(Int64(lifecycle.stopMs.count))),
+                ]))
+            figures["handover"] = .object(
+                JSONObject(uniqueKeysWithValues: [
+                    ("p50Ms", p(lifecycle.handoverMs, 50)), tail("", lifecycle.handoverMs),
+                    ("firstPageP50Ms", p(lifecycle.firstPageMs, 50)),
+                    tail("firstPage", lifecycle.firstPageMs),
+                    ("trials", .int(Int64(lifecycle.handoverMs.count))),
+                ]))
         }
         if wanted("takeover") {
-            // At least 20 trials, so the p99 is more than the maximum of a handful.
+            // At least 20 trials. The issue asks for `leaseP99Ms`; of fewer than 100 trials the
+            // nearest-rank p99 is the maximum, and the table says so.
             let takeoverTrials = max(trials, 20)
             progress("takeover: \(takeoverTrials) frozen writers, then a slow one…")
             let takeover = try await TakeoverBench.run(env, trials: takeoverTrials)
@@ -154,6 +165,16 @@ struct BenchCommand: AsyncParsableCommand {
     }
 
     static func table(_ f: JSONObject, waste: [ResumeWasteBench.Case]) -> [String] {
+        /// "p99" or "max": what the figures of `section` call their tail.
+        func tail(_ section: String, _ key: String) -> String {
+            JSONValue.object(f).value(atPath: "\(section).\(key.isEmpty ? "p99Ms" : key + "P99Ms")") == nil
+                ? "max" : "p99"
+        }
+        func tailValue(_ section: String, _ key: String) -> String {
+            let name = tail(section, key) == "p99" ? "P99Ms" : "MaxMs"
+            return v(
+                "\(section).\(key.isEmpty ? name.prefix(1).lowercased() + name.dropFirst() : key + name)")
+        }
         func v(_ path: String) -> String {
             guard let value = JSONValue.object(f).value(atPath: path) else { return "-" }
             if let int = value.intValue, value.doubleValue == Double(int) { return String(int) }
@@ -170,15 +191,15 @@ struct BenchCommand: AsyncParsableCommand {
             ),
             (
                 "stop",
-                "| stop latency p50 / p99, ms (signal → lease released) | \(v("stop.p50Ms")) / \(v("stop.p99Ms")) | with request in flight: \(v("stop.inFlightP50Ms")) / \(v("stop.inFlightP99Ms")) | |"
+                "| stop latency p50 / \(tail("stop", "")), ms (\(v("stop.trials")) trials; signal → lease released) | \(v("stop.p50Ms")) / \(tailValue("stop", "")) | with request in flight: \(v("stop.inFlightP50Ms")) / \(tailValue("stop", "inFlight")) | |"
             ),
             (
                 "handover",
-                "| hand-over p50 / p99, ms (signal → extension holds lease) | \(v("handover.p50Ms")) / \(v("handover.p99Ms")) | first page committed: \(v("handover.firstPageP50Ms")) / \(v("handover.firstPageP99Ms")) | |"
+                "| hand-over p50 / \(tail("handover", "")), ms (\(v("handover.trials")) trials; signal → extension holds lease) | \(v("handover.p50Ms")) / \(tailValue("handover", "")) | first page committed: \(v("handover.firstPageP50Ms")) / \(tailValue("handover", "firstPage")) | |"
             ),
             (
                 "takeover",
-                "| takeover p50 / p99, ms (SIGSTOP of the writer → peer holds lease) | \(v("takeover.leaseP50Ms")) / \(v("takeover.leaseP99Ms")) | lease term \(v("takeover.termMs")); first page committed: \(v("takeover.firstPageP50Ms")) / \(v("takeover.firstPageP99Ms")) | |"
+                "| takeover p50 / p99, ms (\(v("takeover.trials")) trials, so the p99 is the max; SIGSTOP of the writer → peer holds lease) | \(v("takeover.leaseP50Ms")) / \(v("takeover.leaseP99Ms")) | lease term \(v("takeover.termMs")); first page committed: \(v("takeover.firstPageP50Ms")) / \(v("takeover.firstPageP99Ms")) | |"
             ),
             (
                 "takeover",

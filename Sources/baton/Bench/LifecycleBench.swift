@@ -83,7 +83,7 @@ struct LifecycleBench {
             let target = try SoqlSyncDownTarget(
                 client: env.client, query: "SELECT Id, Name FROM Account", batchSize: 500)
             let configuration = ParticipantConfiguration(
-                name: name, role: name == "host" ? "host" : "extension",
+                name: name, role: name == "host" ? .host : .appExtension,
                 syncs: [.down(name: "accounts", soup: "accounts", target: target, options: SyncOptions())],
                 initialLifecycle: .background)
             participants.append(

@@ -110,8 +110,8 @@ extension ChaosRun {
                     || $0.event == "lease.released"
             }
                 && ParticipantStatus.readAll(in: shared).contains {
-                    $0.name == member.name && $0.pid == member.pid && !$0.isWriter && $0.phase != "fenced"
-                        && $0.phase != "releasing"
+                    $0.name == member.name && $0.pid == member.pid && !$0.isWriter && $0.phase != .fenced
+                        && $0.phase != .releasing
                 }
         }
     }

@@ -142,14 +142,6 @@ extension JSONObject {
     var event: String? { self["event"]?.stringValue }
 }
 
-extension SplitMix64 {
-    /// A uniformly chosen integer in `range`.
-    mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &self) }
-
-    /// True with probability `p`.
-    mutating func chance(_ p: Double) -> Bool { nextUnit() < p }
-}
-
 /// Runs `body`, giving up after `timeout`: true when it finished in time. A body that never
 /// finishes (a wait on the server that cannot be cancelled) is left behind, not awaited.
 func finishes(within timeout: Duration, _ body: @escaping @Sendable () async -> Void) async -> Bool {

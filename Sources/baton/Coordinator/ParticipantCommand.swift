@@ -23,7 +23,7 @@ struct ParticipantCommand: AsyncParsableCommand {
 
     @OptionGroup var directory: DirectoryOptions
     @Option(help: "This participant's name: 1-64 of A-Z a-z 0-9 . _ -") var name: String
-    @Option(help: "host or extension.") var role: String
+    @Option(help: "host or extension.") var role: ParticipantRole
     @Option(
         help: "Lease priority; higher wins among foreground participants (default: host 100, extension 10).")
     var priority: Int?
@@ -86,9 +86,6 @@ struct ParticipantCommand: AsyncParsableCommand {
     var storageFaultFile: String?
 
     func validate() throws {
-        guard role == "host" || role == "extension" else {
-            throw ValidationError("--role must be host or extension")
-        }
         if let lifecycle, Lifecycle(rawValue: lifecycle) == nil {
             throw ValidationError("--lifecycle must be foreground or background")
         }
@@ -228,3 +225,5 @@ final class ShutdownSignals: Sendable {
         for number in [SIGTERM, SIGINT] { signal(number, SIG_DFL) }
     }
 }
+
+extension ParticipantRole: ExpressibleByArgument {}

@@ -32,8 +32,9 @@ struct StatusCommand: ParsableCommand {
         }
         let rows = snapshot.participants.map { p in
             [
-                p.name, p.role, String(p.priority), String(p.pid), snapshot.liveness(of: p).label,
-                snapshot.heartbeatAge(of: p.pid).map(Self.seconds) ?? "-", p.lifecycle.rawValue, p.phase,
+                p.name, p.role.rawValue, String(p.priority), String(p.pid), snapshot.liveness(of: p).label,
+                snapshot.heartbeatAge(of: p.pid).map(Self.seconds) ?? "-", p.lifecycle.rawValue,
+                p.phase.rawValue,
                 p.managerState,
             ]
         }
@@ -117,7 +118,7 @@ struct CoordinatorSnapshot {
                 let alive = kill(record.pid, 0) == 0 || errno == EPERM
                 let status = participants.first { $0.pid == record.pid }
                 let letGo =
-                    status.map { !$0.isWriter && $0.phase != HandOverStateMachine.Phase.releasing.rawValue }
+                    status.map { !$0.isWriter && $0.phase != .releasing }
                     ?? false
                 let name =
                     history.last { $0.epoch == record.epoch }?.name ?? status?.name ?? "pid \(record.pid)"

@@ -31,7 +31,7 @@ final class DemoRun: @unchecked Sendable {
     var servedBeforeReturn = 0
     var servedAfterReturn = 0
     var editedId: String?
-    let startedWall = Clock.nowMillis()
+    let startedWall = WallClock.nowMillis()
 
     init(records: Int, batchSize: Int, keep: String?, view: LiveView) throws {
         self.records = records
@@ -102,9 +102,9 @@ final class DemoRun: @unchecked Sendable {
         try signal("host", .background)
         try signal("ext", .background)
         try await waitFor("nobody to hold the baton") {
-            $0.writer == nil && $0.phases.values.allSatisfy { $0 == "background" }
+            $0.writer == nil && $0.phases.values.allSatisfy { $0 == .background }
         }
-        let editTime = Clock.nowMillis()
+        let editTime = WallClock.nowMillis()
         editedId = try await editLocally(shared)
         view.step("a local edit while nobody writes (under the demo's own lease)")
         try signal("host", .foreground)
@@ -145,7 +145,7 @@ final class DemoRun: @unchecked Sendable {
     }
 
     func signal(_ name: String, _ lifecycle: Lifecycle) throws {
-        signals.append((name, lifecycle.rawValue, ParticipantLog.monotonicMillis(), Clock.nowMillis()))
+        signals.append((name, lifecycle.rawValue, ParticipantLog.monotonicMillis(), WallClock.nowMillis()))
         try LifecycleSignal.write(lifecycle, directory: try directory, name: name)
     }
 
@@ -173,7 +173,7 @@ final class DemoRun: @unchecked Sendable {
     /// What the demo waits on: the writer, each participant's phase, the syncs, the logs.
     struct Observed: Sendable {
         var writer: String?
-        var phases: [String: String]
+        var phases: [String: HandOverStateMachine.Phase]
         var syncs: [String: SyncState]
         var logs: [String: [JSONObject]]
 

@@ -123,7 +123,7 @@ struct DemoSummary {
 
         let integrity = try store.info().integrity
         summary.add("integrity check", integrity == "ok", integrity)
-        summary.figures["durationMs"] = .int(Clock.nowMillis() - run.startedWall)
+        summary.figures["durationMs"] = .int(WallClock.nowMillis() - run.startedWall)
         return summary
     }
 
