@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "BatonSync", targets: ["BatonSync"]),
         .library(name: "BatonREST", targets: ["BatonREST"]),
         .library(name: "BatonServer", targets: ["BatonServer"]),
+        .library(name: "BatonCoordinator", targets: ["BatonCoordinator"]),
         .library(name: "SOQL", targets: ["SOQL"]),
     ],
     dependencies: [
@@ -51,7 +52,10 @@ let package = Package(
         // The multi-process coordinator: writer lease, inotify lifecycle signals, participants.
         .target(
             name: "BatonCoordinator",
-            dependencies: ["BatonStore", "BatonSync", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "BatonStore", "BatonSync", .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         // The reference REST server.
         .target(
@@ -69,6 +73,7 @@ let package = Package(
             dependencies: [
                 "BatonStore", "BatonSync", "BatonREST", "BatonServer", "BatonCoordinator", "SOQL",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]

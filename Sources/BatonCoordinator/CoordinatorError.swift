@@ -6,6 +6,11 @@ public struct CoordinatorError: Error, Sendable, Hashable, CustomStringConvertib
         /// Another live process already runs a participant of that name.
         case nameInUse = "name_in_use"
         case watchFailed = "watch_failed"
+        /// A local edit asked for while this participant does not hold the writer lease.
+        case notWriter = "not_writer"
+        /// The lease was lost (taken over, or its lock file went away) while a local edit ran:
+        /// the edit rolled back.
+        case leaseLost = "lease_lost"
         case io
     }
 

@@ -190,6 +190,7 @@ public final class SharedStore: Sendable {
             let transaction = StoreTransaction(db: db)
             if case .lease(let fence) = access, try fence.admit(transaction) { recorded = fence }
             result = try body(transaction)
+            if case .lease(let fence) = access { try fence.confirm() }
             if logged { try transaction.recordCommit(fencedBy: access.epoch) }
             // Thread-directed, so this thread stops before it returns (a process-directed
             // SIGSTOP may be taken by another thread while this one commits).

@@ -2,6 +2,7 @@ import BatonStore
 import BatonSync
 import Foundation
 import Logging
+import ServiceLifecycle
 
 /// One process's member of the shared directory: owns its sync engine, the inotify watcher and
 /// the writer lease, and follows its lifecycle signal through ``HandOverStateMachine``.
@@ -9,8 +10,19 @@ import Logging
 /// Background: `stop()`, wait for `isStopped()` up to the deadline (then interrupt the SQLite
 /// statement in flight), passive WAL checkpoint, release, publish. Foreground: publish, take
 /// the lease (highest priority first), recover interrupted syncs, `restart(true)`, run the
-/// configured syncs. ``run()`` ends after ``shutdown()`` (SIGTERM/SIGINT) has released everything.
-public actor Participant {
+/// configured syncs. ``run()`` ends after ``shutdown()`` (or a graceful shutdown of the
+/// `ServiceGroup` it runs in: SIGTERM/SIGINT) has released everything.
+///
+/// An app runs it as a service:
+///
+/// ```swift
+/// let participant = try Participant(configuration: ..., directory: shared, store: store,
+///                                   manager: manager, logger: logger)
+/// let group = ServiceGroup(services: [participant], gracefulShutdownSignals: [.sigterm, .sigint],
+///                          logger: logger)
+/// try await group.run()
+/// ```
+public actor Participant: Service {
     enum Event: Sendable {
         case directory(DirectoryWatcher.Event)
         case leaseAcquired(WriterLease.Held)
@@ -62,6 +74,11 @@ public actor Participant {
     var recoveryFailures: [Recovery: Int] = [:]
     /// What holds up a takeover now, if anything.
     var lastBlocked: WriterLease.Blocked?
+    /// Local edits waiting for this participant to become the writer, and those running (a
+    /// release waits for them: nothing commits after the lease is let go).
+    var writerWaiters: [UUID: CheckedContinuation<Void, any Error>] = [:]
+    var localWrites = 0
+    var localWritesDrained: [CheckedContinuation<Void, Never>] = []
     nonisolated let events: AsyncStream<Event>
     nonisolated let sink: AsyncStream<Event>.Continuation
 
@@ -130,10 +147,111 @@ public actor Participant {
         sink.yield(.shutdown)
     }
 
-    /// Runs until ``shutdown()`` completes.
+    // MARK: - For the app that embeds it
+
+    /// The app went to the background: the same as `echo background > D/lifecycle/NAME`. The
+    /// file stays the cross-process truth, so a shell can still override it.
+    public nonisolated func enterBackground() throws {
+        try LifecycleSignal.write(.background, directory: directory, name: configuration.name)
+    }
+
+    /// The app came to the foreground: the same as `echo foreground > D/lifecycle/NAME`.
+    public nonisolated func enterForeground() throws {
+        try LifecycleSignal.write(.foreground, directory: directory, name: configuration.name)
+    }
+
+    /// Runs `body` in one transaction fenced by the writer lease this participant holds: the
+    /// app's own edits, marked with Mobile Sync's local flags (see ``LocalEdits``), sent by the
+    /// next sync up.
+    ///
+    /// - Parameter timeout: nil fails at once unless this participant is the writer; otherwise
+    ///   it waits up to `timeout` for it to become the writer (it must be in the foreground).
+    /// - Throws: `notWriter`, naming the current writer, when it is not (in time); `leaseLost`
+    ///   when the lease was taken over or its lock file went away before the commit (the body
+    ///   rolled back whole); the body's own errors (it rolled back too); `StoreError` on a
+    ///   failed write.
+    public func write<T: Sendable>(
+        waitingUpTo timeout: Duration? = nil, _ body: @escaping @Sendable (LocalEdits) throws -> T
+    ) async throws -> T {
+        if machine.phase != .writer || machine.held == nil {
+            guard let timeout else { throw notWriterError() }
+            try await waitToBeWriter(timeout: timeout)
+        }
+        guard let held = machine.held, machine.phase == .writer else { throw notWriterError() }
+        localWrites += 1
+        defer {
+            localWrites -= 1
+            if localWrites == 0 {
+                for waiter in localWritesDrained { waiter.resume() }
+                localWritesDrained = []
+            }
+        }
+        do {
+            let result = try await store.write(held.access) { try body(LocalEdits($0)) }
+            log.log("local.write", ["epoch": .int(held.epoch)])
+            if let sequence = try? store.changeSequence() {
+                try? AtomicFile.write(Data("\(sequence)\n".utf8), to: directory.changesPath)
+            }
+            return result
+        } catch let error as StoreError where error.code == .staleEpoch {
+            throw CoordinatorError(
+                .leaseLost,
+                "participant '\(configuration.name)' lost the writer lease (epoch \(held.epoch)) before the edit committed; nothing was written: \(error.message)"
+            )
+        }
+    }
+
+    func notWriterError() -> CoordinatorError {
+        CoordinatorError(
+            .notWriter,
+            "participant '\(configuration.name)' does not hold the writer lease (it is \(machine.phase.rawValue))\(writerHint()); bring it to the foreground, or pass a timeout to wait"
+        )
+    }
+
+    /// Returns once this participant is the writer; throws `notWriter` past `timeout`.
+    func waitToBeWriter(timeout: Duration) async throws {
+        let id = UUID()
+        let timer = Task { [weak self] in
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            await self?.expireWriterWaiter(id)
+        }
+        defer { timer.cancel() }
+        try await withCheckedThrowingContinuation { continuation in
+            writerWaiters[id] = continuation
+        }
+    }
+
+    func expireWriterWaiter(_ id: UUID) {
+        writerWaiters.removeValue(forKey: id)?.resume(throwing: notWriterError())
+    }
+
+    /// Wakes the local edits waiting for the lease (call once the writer's syncs started).
+    func resumeWriterWaiters() {
+        let waiters = writerWaiters
+        writerWaiters = [:]
+        for waiter in waiters.values { waiter.resume() }
+    }
+
+    /// Returns once no local edit is running (a release calls it before letting go).
+    func waitForLocalWrites() async {
+        guard localWrites > 0 else { return }
+        await withCheckedContinuation { localWritesDrained.append($0) }
+    }
+
+    /// Runs until ``shutdown()``, or a graceful shutdown of its service group, completes: the
+    /// lease handed back, the status published `finished`.
     ///
     /// - Throws: `CoordinatorError` when the directory cannot be watched; a second call throws.
     public func run() async throws {
+        let sink = self.sink
+        try await withGracefulShutdownHandler {
+            try await runLoop()
+        } onGracefulShutdown: {
+            sink.yield(.shutdown)
+        }
+    }
+
+    private func runLoop() async throws {
         guard !hasRun else { throw CoordinatorError(.io, "Participant.run() was already called") }
         hasRun = true
         for sub in [directory.lifecyclePath, directory.participantsPath, directory.logsPath] {
@@ -186,6 +304,8 @@ public actor Participant {
             cancelRetries()
             for task in recoveries.values { task.cancel() }
             recoveries = [:]
+            // Local edits still waiting for the lease will not get it from this run.
+            for id in Array(writerWaiters.keys) { expireWriterWaiter(id) }
             group.cancelAll()
         }
         let longest = store.longestWriteTransaction
@@ -262,7 +382,9 @@ public actor Participant {
             log.log(
                 "lease.acquired",
                 ["epoch": .int(held.epoch), "waitMs": .double((waited * 10).rounded() / 10)])
-            return (try? await carryOut(actions)) ?? false
+            let ends = (try? await carryOut(actions)) ?? false
+            if machine.phase == .writer { resumeWriterWaiters() }
+            return ends
         case .leaseFailed(let reason):
             acquiring = nil
             log.log("lease.failed", ["reason": .string(reason)])
@@ -502,6 +624,8 @@ public actor Participant {
         await manager.setWriteAccess(.none)
         await manager.setNotAcceptingHint(
             "participant '\(configuration.name)' does not hold the writer lease")
+        // A local edit under way commits (or fails its fence) before the lease is let go.
+        await waitForLocalWrites()
         if let held = machine.held {
             // The release time goes into the lock file (the next holder's first write records
             // it). Fenced, the interval is the taker's to close: this process writes nothing.

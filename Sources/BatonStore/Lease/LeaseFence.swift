@@ -110,6 +110,18 @@ public final class LeaseFence: Sendable, Hashable, CustomStringConvertible {
         return true
     }
 
+    /// Inside a write transaction, after its body: fails unless the lock is still the one in
+    /// place (a lock file deleted or replaced while the body ran means another process may hold
+    /// the lease now; the whole transaction rolls back).
+    func confirm() throws {
+        guard stillHeld() else {
+            throw StoreError(
+                .staleEpoch,
+                "the writer lock file was replaced or deleted while epoch \(epoch)'s transaction ran; nothing was written"
+            )
+        }
+    }
+
     func markRecorded() {
         recorded.store(true, ordering: .releasing)
     }

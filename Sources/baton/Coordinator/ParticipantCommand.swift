@@ -6,6 +6,7 @@ import BatonSync
 import Foundation
 import Logging
 import SOQL
+import ServiceLifecycle
 
 struct ParticipantCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -126,10 +127,12 @@ struct ParticipantCommand: AsyncParsableCommand {
                 retryDelay: retryDelay > 0 ? .milliseconds(Int(retryDelay * 1000)) : nil,
                 leaseTerm: .milliseconds(Int(leaseTerm * 1000))),
             directory: store.directory, store: store, manager: manager, logger: logger)
-        let signals = ShutdownSignals { participant.shutdown() }
-        CLIOutput.line("participant \(name) (\(role), pid \(getpid())) running in \(store.directory.path)")
-        try await participant.run()
-        signals.cancel()
+        // SIGTERM and SIGINT shut it down gracefully: the lease handed back, then exit.
+        let group = ServiceGroup(
+            services: [participant], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        CLIOutput.line(
+            "participant \(name) (\(role.rawValue), pid \(getpid())) running in \(store.directory.path)")
+        try await group.run()
     }
 
     func configuredSyncs(client: RESTClient) throws -> [ConfiguredSync] {
