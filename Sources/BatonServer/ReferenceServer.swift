@@ -24,12 +24,18 @@ public struct ReferenceServer: Sendable {
         public var token: String
         /// The SQLite file for records; `nil` keeps them in memory.
         public var dataPath: String?
+        /// How long a query locator answers, its last page included (Salesforce: 15 minutes).
+        public var locatorLifetime: Duration
 
-        public init(host: String = "127.0.0.1", port: Int = 0, token: String, dataPath: String? = nil) {
+        public init(
+            host: String = "127.0.0.1", port: Int = 0, token: String, dataPath: String? = nil,
+            locatorLifetime: Duration = .seconds(15 * 60)
+        ) {
             self.host = host
             self.port = port
             self.token = token
             self.dataPath = dataPath
+            self.locatorLifetime = locatorLifetime
         }
     }
 
@@ -98,10 +104,15 @@ public struct ReferenceServer: Sendable {
         let router = Router()
         router.middlewares.add(APIMiddleware(token: configuration.token, stats: stats))
         let data = DataRoutes(
-            storage: storage, engine: QueryEngine(storage: storage, stats: stats), faults: faults,
+            storage: storage,
+            engine: QueryEngine(
+                storage: storage, stats: stats, locatorLifetime: configuration.locatorLifetime),
+            faults: faults,
             stats: stats)
-        data.register(on: router.group("services/data/v60.0"))
-        CompositeRoutes(storage: storage, data: data).register(on: router.group("services/data/v60.0"))
+        router.get("services/data") { _, _ in Response.json(.ok, APIVersions.listing) }
+        let versioned = router.group("services/data/:version").add(middleware: APIVersionMiddleware())
+        data.register(on: versioned)
+        CompositeRoutes(storage: storage, data: data).register(on: versioned)
         AdminRoutes(storage: storage, faults: faults, stats: stats).register(on: router.group("admin"))
         let host = configuration.host
         // Long enough request lines for a query at the SOQL length limit, percent-encoded,

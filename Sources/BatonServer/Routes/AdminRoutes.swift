@@ -49,7 +49,9 @@ struct AdminRoutes: Sendable {
             let type = try requireType(body["type"]?.stringValue ?? "")
             let removed = try storage.write { db -> Int in
                 try db.execute(sql: "DELETE FROM records WHERE type = ?", arguments: [type])
-                return db.changesCount
+                let removed = db.changesCount
+                try db.execute(sql: "DELETE FROM deleted_records WHERE type = ?", arguments: [type])
+                return removed
             }
             return .json(.ok, ["deleted": .int(Int64(removed))])
         }

@@ -3,7 +3,8 @@ import Foundation
 import Hummingbird
 import NIOCore
 
-/// The data API under `/services/data/v60.0`: query, sObject CRUD and upsert.
+/// The data API under `/services/data/vNN.0` (every version in ``APIVersions``): query, sObject
+/// CRUD (GET by id or by external id, `?fields=`), and upsert.
 struct DataRoutes: Sendable {
     let storage: RecordStorage
     let engine: QueryEngine
@@ -11,12 +12,14 @@ struct DataRoutes: Sendable {
     let stats: ServerStats
 
     func register<Context: RequestContext>(on group: RouterGroup<Context>) {
-        group.get("query") { request, _ -> Response in
+        group.get("query") { request, context -> Response in
             try await withFaults(isWrite: false) {
                 guard let soql = Self.formParameter("q", in: request.uri.query), !soql.isEmpty else {
                     throw SalesforceError.malformedQuery("missing query parameter q")
                 }
-                return deliver(try engine.start(soql: soql, batchSize: try batchSize(request) ?? 2000))
+                return deliver(
+                    try engine.start(
+                        soql: soql, batchSize: try batchSize(request) ?? 2000, apiPath: context.apiPath))
             }
         }
         group.get("query/:locator") { request, context -> Response in
@@ -39,20 +42,32 @@ struct DataRoutes: Sendable {
                 return .json(.created, ["id": .string(id), "success": true, "errors": []])
             }
         }
-        group.get("sobjects/:type/:id") { _, context -> Response in
+        group.get("sobjects/:type/:id") { request, context -> Response in
             let type = try requireType(try context.parameters.require("type"))
             let id = try context.parameters.require("id")
             return try await withFaults(isWrite: false) {
-                guard let record = try storage.read({ db in try storage.fullRecord(db, type: type, id: id) })
-                else {
-                    throw SalesforceError.notFound()
+                let record = try storage.read { db in
+                    guard let record = try storage.fullRecord(db, type: type, id: id) else {
+                        throw try storage.missing(db, id: id)
+                    }
+                    return record
                 }
-                stats.served(1, type: type)
-                var out = record
-                out["attributes"] = [
-                    "type": .string(type), "url": .string("\(QueryEngine.apiPath)/sobjects/\(type)/\(id)"),
-                ]
-                return .json(.ok, .object(out))
+                return try recordResponse(record, type: type, request: request, context: context)
+            }
+        }
+        // By external id: the field sits in the `id` slot (one parameter name per position).
+        group.get("sobjects/:type/:id/:value") { request, context -> Response in
+            let type = try requireType(try context.parameters.require("type"))
+            let field = try context.parameters.require("id")
+            let value = try context.parameters.require("value").removingPercentEncoding ?? ""
+            return try await withFaults(isWrite: false) {
+                let record = try storage.write { db -> JSONObject in
+                    guard let id = try storage.id(db, type: type, field: field, value: value),
+                        let record = try storage.fullRecord(db, type: type, id: id)
+                    else { throw SalesforceError.notFound() }
+                    return record
+                }
+                return try recordResponse(record, type: type, request: request, context: context)
             }
         }
         group.patch("sobjects/:type/:id") { request, context -> Response in
@@ -92,6 +107,32 @@ struct DataRoutes: Sendable {
                     ["id": .string(id), "success": true, "errors": [], "created": .bool(created)])
             }
         }
+    }
+
+    /// One record as `GET sobjects/TYPE/ID` answers it: with `attributes`, and only the fields
+    /// `?fields=A,B` names when given (case-insensitive, in that order).
+    func recordResponse<Context: RequestContext>(
+        _ record: JSONObject, type: String, request: Request, context: Context
+    ) throws -> Response {
+        let id = record["Id"]?.stringValue ?? ""
+        var out: JSONObject
+        if let list = Self.formParameter("fields", in: request.uri.query), !list.isEmpty {
+            let names = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard names.allSatisfy(RecordStorage.isFieldName) else {
+                throw SalesforceError(status: 400, "INVALID_FIELD", "invalid field list '\(list.prefix(80))'")
+            }
+            var lowered: [String: JSONValue] = [:]
+            for (key, value) in record { lowered[key.lowercased()] = value }
+            out = [:]
+            for name in names { out[name] = lowered[name.lowercased()] ?? .null }
+        } else {
+            out = record
+        }
+        out["attributes"] = [
+            "type": .string(type), "url": .string("\(context.apiPath)/sobjects/\(type)/\(id)"),
+        ]
+        stats.served(1, type: type)
+        return .json(.ok, .object(out))
     }
 
     /// A query page whose records count as served only once the whole body was written (a

@@ -15,18 +15,24 @@ final class QueryEngine: Sendable {
         var ids: [Int64]
         var batchSize: Int
         var lastUsed: UInt64
+        /// `/services/data/vNN.0`, as the query was asked: its pages' URLs use it.
+        var apiPath: String
+        /// When it stops answering (`INVALID_QUERY_LOCATOR`), as Salesforce's locators expire.
+        var expires: ContinuousClock.Instant
     }
 
-    static let apiPath = "/services/data/v60.0"
     static let maxCursors = 64
 
     let storage: RecordStorage
     let stats: ServerStats
+    /// How long a locator answers, the last page included (Salesforce: 15 minutes).
+    let locatorLifetime: Duration
     private let cursors = Mutex<(entries: [String: Cursor], clock: UInt64, next: UInt64)>(([:], 0, 0))
 
-    init(storage: RecordStorage, stats: ServerStats) {
+    init(storage: RecordStorage, stats: ServerStats, locatorLifetime: Duration = .seconds(15 * 60)) {
         self.storage = storage
         self.stats = stats
+        self.locatorLifetime = locatorLifetime
     }
 
     /// One page and what it holds, for counting once it is delivered.
@@ -36,8 +42,8 @@ final class QueryEngine: Sendable {
         var count: Int
     }
 
-    /// The first page of `soql`.
-    func start(soql: String, batchSize: Int) throws -> Page {
+    /// The first page of `soql`, asked under `apiPath` (`/services/data/vNN.0`).
+    func start(soql: String, batchSize: Int, apiPath: String = "/services/data/v60.0") throws -> Page {
         let query: SOQLQuery
         do {
             query = try SOQLQuery(parsing: soql)
@@ -47,7 +53,8 @@ final class QueryEngine: Sendable {
         let (sql, arguments) = try QueryTranslator.idQuery(for: query)
         let ids = try storage.read { db in try Int64.fetchAll(db, sql: sql, arguments: arguments) }
         let cursor = Cursor(
-            type: query.object, fields: query.fields, ids: ids, batchSize: batchSize, lastUsed: 0)
+            type: query.object, fields: query.fields, ids: ids, batchSize: batchSize, lastUsed: 0,
+            apiPath: apiPath, expires: .now + locatorLifetime)
         let locator = remember(cursor)
         return try page(cursor, locator: locator, offset: 0)
     }
@@ -66,6 +73,10 @@ final class QueryEngine: Sendable {
         }
         guard var cursor, offset <= cursor.ids.count else {
             throw SalesforceError(status: 400, "INVALID_QUERY_LOCATOR", "invalid query locator")
+        }
+        guard ContinuousClock.now < cursor.expires else {
+            cursors.withLock { _ = $0.entries.removeValue(forKey: parts[0]) }
+            throw SalesforceError(status: 400, "INVALID_QUERY_LOCATOR", "invalid query locator (expired)")
         }
         if let batchSize { cursor.batchSize = batchSize }
         return try page(cursor, locator: parts[0], offset: offset)
@@ -112,22 +123,23 @@ final class QueryEngine: Sendable {
             records.append(
                 .object(
                     try Self.project(
-                        try RecordStorage.fullRecord(row), type: cursor.type, fields: cursor.fields)))
+                        try RecordStorage.fullRecord(row), type: cursor.type, fields: cursor.fields,
+                        apiPath: cursor.apiPath)))
         }
         let done = end >= cursor.ids.count
         var page: JSONObject = [
             "totalSize": .int(Int64(cursor.ids.count)), "done": .bool(done), "records": .array(records),
         ]
-        if !done {
-            page["nextRecordsUrl"] = .string("\(Self.apiPath)/query/\(locator)-\(end)")
-        } else {
-            cursors.withLock { _ = $0.entries.removeValue(forKey: locator) }
-        }
+        // The locator stays until it expires, the last page included: a client that lost the
+        // answer to a page asks for it again.
+        if !done { page["nextRecordsUrl"] = .string("\(cursor.apiPath)/query/\(locator)-\(end)") }
         return Page(body: .object(page), type: cursor.type, count: records.count)
     }
 
     /// The selected fields of a record (case-insensitive; unknown fields read as null).
-    static func project(_ record: JSONObject, type: String, fields: [SelectItem]) throws -> JSONObject {
+    static func project(
+        _ record: JSONObject, type: String, fields: [SelectItem], apiPath: String = "/services/data/v60.0"
+    ) throws -> JSONObject {
         var lowered: [String: JSONValue] = [:]
         for (key, value) in record { lowered[key.lowercased()] = value }
         var out: JSONObject = [

@@ -33,6 +33,9 @@ final class RecordStorage: Sendable {
                     );
                     CREATE INDEX IF NOT EXISTS records_type_modified ON records(type, lastModified, id);
                     CREATE TABLE IF NOT EXISTS sequences (type TEXT PRIMARY KEY, next INTEGER NOT NULL);
+                    -- Deleted ids, so a call on one answers ENTITY_IS_DELETED (an id never seen
+                    -- answers NOT_FOUND), as Salesforce tells its recycle bin from nothing.
+                    CREATE TABLE IF NOT EXISTS deleted_records (id TEXT PRIMARY KEY, type TEXT NOT NULL);
                     """)
         }
         let newest =
@@ -125,7 +128,9 @@ final class RecordStorage: Sendable {
     /// Merges `fields` into an existing record and bumps its time stamps.
     func update(_ db: Database, type: String, id: String, fields: JSONObject) throws {
         try Self.validateWritable(fields)
-        guard let current = try storedFields(db, type: type, id: id) else { throw SalesforceError.notFound() }
+        guard let current = try storedFields(db, type: type, id: id) else {
+            throw try missing(db, id: id)
+        }
         var merged = current
         for (key, value) in fields { merged[key] = value }
         let stamp = nextTimeStamp()
@@ -180,16 +185,48 @@ final class RecordStorage: Sendable {
         )
     }
 
-    /// Deletes a record; `NOT_FOUND` when it is not there (or is of another type).
+    /// Deletes a record; `ENTITY_IS_DELETED` when it was deleted before, `NOT_FOUND` when there
+    /// never was one (or it is of another type).
     func delete(_ db: Database, type: String?, id: String) throws {
-        if let type {
-            try db.execute(sql: "DELETE FROM records WHERE id = ? AND type = ?", arguments: [id, type])
-        } else {
-            try db.execute(sql: "DELETE FROM records WHERE id = ?", arguments: [id])
+        let found = try String.fetchOne(
+            db, sql: "SELECT type FROM records WHERE id = ? AND (? IS NULL OR type = ?)",
+            arguments: [id, type, type])
+        guard let found else { throw try missing(db, id: id) }
+        try db.execute(sql: "DELETE FROM records WHERE id = ?", arguments: [id])
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO deleted_records (id, type) VALUES (?, ?)", arguments: [id, found])
+    }
+
+    /// Why there is no record `id`: deleted (`ENTITY_IS_DELETED`) or never there (`NOT_FOUND`).
+    func missing(_ db: Database, id: String) throws -> SalesforceError {
+        if try Bool.fetchOne(db, sql: "SELECT 1 FROM deleted_records WHERE id = ?", arguments: [id]) == true {
+            return SalesforceError(status: 404, "ENTITY_IS_DELETED", "entity is deleted")
         }
-        guard db.changesCount > 0 else {
-            throw SalesforceError(status: 404, "ENTITY_IS_DELETED", "entity is deleted")
+        return SalesforceError.notFound()
+    }
+
+    /// The id of the one `type` record whose `field` is `value`; nil when none, `MULTIPLE_CHOICES`
+    /// when several.
+    func id(_ db: Database, type: String, field: String, value: String) throws -> String? {
+        guard Self.isFieldName(field) else {
+            throw SalesforceError(
+                status: 400, "INVALID_FIELD", "No such column '\(field.prefix(80))' on entity '\(type)'",
+                fields: [field])
         }
+        if field.lowercased() == "id" {
+            return try String.fetchOne(
+                db, sql: "SELECT id FROM records WHERE id = ? AND type = ?", arguments: [value, type])
+        }
+        try ensureIndex(db, field: field)
+        let existing = try String.fetchAll(
+            db,
+            sql: "SELECT id FROM records WHERE type = ? AND json_extract(fields, '$.\(field)') = ? LIMIT 2",
+            arguments: [type, value])
+        if existing.count > 1 {
+            throw SalesforceError(
+                status: 300, "MULTIPLE_CHOICES", "More than one record has this external id", fields: [field])
+        }
+        return existing.first
     }
 
     func storedFields(_ db: Database, type: String, id: String) throws -> JSONObject? {

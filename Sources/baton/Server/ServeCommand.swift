@@ -8,8 +8,9 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Run the reference REST server (the Salesforce REST subset Mobile Sync uses).",
         discussion: """
-            Serves /services/data/v60.0 (query, sobjects, composite/sobjects) and /admin (seed, \
-            touch, delete, stats, faults) with bearer-token auth. Stops on Ctrl-C or SIGTERM.
+            Serves /services/data/vNN.0 for every version v31.0-v62.0, listed at /services/data/ \
+            (query, sobjects, composite/sobjects), and /admin (seed, touch, delete, stats, faults), \
+            with bearer-token auth. Stops on Ctrl-C or SIGTERM.
             """
     )
 
