@@ -9,6 +9,32 @@ import Logging
 import ServiceLifecycle
 import Testing
 
+/// The lines of `D/logs/NAME.jsonl`, and a wait for one on inotify.
+struct ParticipantLogTail {
+    let shared: SharedDirectory
+    let name: String
+
+    init(_ shared: SharedDirectory, _ name: String) {
+        self.shared = shared
+        self.name = name
+    }
+
+    var lines: [JSONObject] {
+        let text = (try? String(contentsOfFile: shared.logsPath + "/\(name).jsonl", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { try? JSONObject(parsingObject: String($0)) }
+    }
+
+    func wait(_ what: String, _ condition: @escaping @Sendable (JSONObject) -> Bool) async throws {
+        let shared = self.shared
+        let name = self.name
+        let met = try await DirectoryWatcher(
+            root: shared.path, subdirectories: ["logs"], reportsModifications: true
+        )
+        .wait(timeout: .seconds(60)) { ParticipantLogTail(shared, name).lines.contains(where: condition) }
+        if !met { Issue.record("timed out waiting for \(what)") }
+    }
+}
+
 /// The participant as an app embeds it: a service, lifecycle from code, local edits.
 @Suite("Embedding a participant", .timeLimit(.minutes(3)))
 struct EmbeddingTests {
@@ -159,6 +185,51 @@ struct EmbeddingTests {
             host.participant.shutdown()
             try await group.waitForAll()
         }
+        await world.server.stop()
+    }
+
+    @Test("events: typed, in order, the same as the log records; they end with the run")
+    func events() async throws {
+        let world = try await World()
+        let shared = world.shared
+        let host = try world.participant("host", role: .host, .foreground).participant
+        let events = host.events
+        let collected = Task {
+            var seen: [ParticipantEvent] = []
+            for await event in events { seen.append(event) }
+            return seen
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await host.run() }
+            try await waitUntil(shared, "host to write") { status(shared, "host")?.isWriter == true }
+            let log = ParticipantLogTail(shared, "host")
+            try await log.wait("the sync done") { $0["event"] == "sync" && $0["status"] == "done" }
+            try host.enterBackground()
+            try await waitUntil(shared, "host to let go") { status(shared, "host")?.phase == .background }
+            host.shutdown()
+            try await group.waitForAll()
+        }
+        let seen = await collected.value
+        #expect(seen.first == .lifecycle(.foreground))
+        #expect(seen.contains(.leaseWaiting))
+        let acquired = try #require(
+            seen.firstIndex { if case .leaseAcquired = $0 { return true } else { return false } })
+        let done = try #require(
+            seen.firstIndex {
+                if case .sync(let state) = $0 { return state.status == .done } else { return false }
+            })
+        let released = try #require(
+            seen.firstIndex {
+                if case .leaseReleased(_, .background, _) = $0 { return true } else { return false }
+            })
+        #expect(acquired < done && done < released)
+        #expect(seen.contains(.manager(.acceptingSyncs)))
+        #expect(seen.contains(.lifecycle(.background)))
+        // The log holds the same events, in the same order.
+        let typedNames = Set(seen.map(\.logName))
+        let logged = ParticipantLogTail(shared, "host").lines.compactMap { $0["event"]?.stringValue }
+            .filter { typedNames.contains($0) }
+        #expect(logged == seen.map(\.logName))
         await world.server.stop()
     }
 

@@ -79,8 +79,15 @@ public actor Participant: Service {
     var writerWaiters: [UUID: CheckedContinuation<Void, any Error>] = [:]
     var localWrites = 0
     var localWritesDrained: [CheckedContinuation<Void, Never>] = []
-    nonisolated let events: AsyncStream<Event>
+    /// The event loop's input.
+    nonisolated let inbox: AsyncStream<Event>
     nonisolated let sink: AsyncStream<Event>.Continuation
+    nonisolated let broadcaster = EventBroadcaster()
+
+    /// What this participant does, as it happens (lease, lifecycle, manager state, syncs,
+    /// retries, problems), typed; each access is a subscription of its own, from now on. It
+    /// finishes when ``run()`` ends. `D/logs/<name>.jsonl` records the same.
+    public nonisolated var events: AsyncStream<ParticipantEvent> { broadcaster.subscribe() }
 
     public init(
         configuration: ParticipantConfiguration, directory: SharedDirectory, store: SharedStore,
@@ -95,8 +102,8 @@ public actor Participant: Service {
         self.store = store
         self.manager = manager
         self.logger = logger
-        let (events, sink) = AsyncStream.makeStream(of: Event.self)
-        (self.events, self.sink) = (events, sink)
+        let (inbox, sink) = AsyncStream.makeStream(of: Event.self)
+        (self.inbox, self.sink) = (inbox, sink)
         lease = try WriterLease(
             directory: directory, store: store, name: configuration.name, term: configuration.leaseTerm,
             onLost: { sink.yield(.leaseLost) })
@@ -188,7 +195,7 @@ public actor Participant: Service {
         }
         do {
             let result = try await store.write(held.access) { try body(LocalEdits($0)) }
-            log.log("local.write", ["epoch": .int(held.epoch)])
+            record(.localWrite(epoch: held.epoch))
             if let sequence = try? store.changeSequence() {
                 try? AtomicFile.write(Data("\(sequence)\n".utf8), to: directory.changesPath)
             }
@@ -275,7 +282,8 @@ public actor Participant: Service {
             root: directory.path, subdirectories: ["lifecycle", "participants"]
         ).events()
         let log = self.log
-        await manager.setObserver { Self.logSync($0, to: log) }
+        let broadcaster = self.broadcaster
+        await manager.setObserver { Self.record(.sync($0), log: log, broadcaster: broadcaster) }
         let updates = await manager.updates()
         let manager = self.manager
         let sink = self.sink
@@ -295,7 +303,7 @@ public actor Participant: Service {
                 for await update in updates { sink.yield(.syncUpdate(update)) }
             }
             sink.yield(.directory(.rescan("start")))
-            for await event in events {
+            for await event in inbox {
                 if await handle(event) { break }
             }
             acquiring?.cancel()
@@ -312,6 +320,7 @@ public actor Participant: Service {
         let longestMs =
             Double(longest.components.seconds) * 1000 + Double(longest.components.attoseconds) / 1e15
         log.log("exited", ["longestTransactionMs": .double((longestMs * 100).rounded() / 100)])
+        broadcaster.finish()
     }
 
     /// Returns true when the loop must end.
@@ -355,22 +364,14 @@ public actor Participant: Service {
             let actions = machine.leaseAcquired(held)
             if actions == [.releaseUnused] {
                 lease.release(held)
-                log.log("lease.released", ["epoch": .int(held.epoch), "reason": "unused"])
+                record(.leaseReleased(epoch: held.epoch, reason: nil, releaseMillis: nil))
                 return false
             }
             recoveryFailures[.lease] = nil
             if problem?.hasPrefix("could not record") == true { setProblem(nil) }
             let waited = ParticipantLog.monotonicMillis() - acquireStarted
             if let takeover = held.takeover {
-                log.log(
-                    "lease.takeover",
-                    [
-                        "epoch": .int(held.epoch), "from": .int(takeover.epoch),
-                        "holder": takeover.name.map(JSONValue.string) ?? .null,
-                        "holderPid": takeover.pid.map { .int(Int64($0)) } ?? .null,
-                        "holderState": .string(takeover.holderState.rawValue),
-                        "silentMs": .double(takeover.silentMillis),
-                    ])
+                record(.leaseTookOver(epoch: held.epoch, from: takeover))
                 logger.warning(
                     "took the writer lease over from a holder that stopped renewing it",
                     metadata: [
@@ -379,9 +380,7 @@ public actor Participant: Service {
                         "baton.holderState": "\(takeover.holderState.rawValue)",
                     ])
             }
-            log.log(
-                "lease.acquired",
-                ["epoch": .int(held.epoch), "waitMs": .double((waited * 10).rounded() / 10)])
+            record(.leaseAcquired(epoch: held.epoch, waitMillis: waited))
             let ends = (try? await carryOut(actions)) ?? false
             if machine.phase == .writer { resumeWriterWaiters() }
             return ends
@@ -397,18 +396,12 @@ public actor Participant: Service {
             return await checkLockFile()
         case .leaseBlocked(let blocked):
             if let blocked {
-                log.log(
-                    "lease.blocked",
-                    [
-                        "holder": .string(blocked.name), "holderPid": .int(Int64(blocked.pid)),
-                        "holderState": .string(blocked.holderState.rawValue),
-                        "problem": .string(blocked.message),
-                    ])
+                record(.leaseBlocked(blocked))
                 logger.error(
                     "the writer lease cannot be taken over", metadata: ["baton.reason": "\(blocked.message)"])
                 setProblem(blocked.message)
             } else if problem != nil, lastBlocked != nil {
-                log.log("lease.unblocked")
+                record(.leaseBlocked(nil))
                 setProblem(nil)
             }
             lastBlocked = blocked
@@ -433,7 +426,7 @@ public actor Participant: Service {
         switch LifecycleSignal.read(directory: directory, name: configuration.name) {
         case .valid(let lifecycle):
             lastLifecycleProblem = nil
-            if lifecycle != machine.desired { log.log("lifecycle", ["state": .string(lifecycle.rawValue)]) }
+            if lifecycle != machine.desired { record(.lifecycle(lifecycle)) }
             return machine.lifecycle(lifecycle)
         case .missing, .empty:
             return []
@@ -470,7 +463,7 @@ public actor Participant: Service {
                 // The lease may have been taken just before the cancel landed.
                 if machine.held == nil, let taken = lease.current {
                     lease.release(taken)
-                    log.log("lease.released", ["epoch": .int(taken.epoch), "reason": "unused"])
+                    record(.leaseReleased(epoch: taken.epoch, reason: nil, releaseMillis: nil))
                 }
             case .becomeWriter:
                 await becomeWriter()
@@ -495,7 +488,7 @@ public actor Participant: Service {
             return
         }
         acquireStarted = ParticipantLog.monotonicMillis()
-        log.log("lease.waiting")
+        record(.leaseWaiting)
         let lease = self.lease
         let sink = self.sink
         let directory = self.directory
@@ -631,27 +624,22 @@ public actor Participant: Service {
             // it). Fenced, the interval is the taker's to close: this process writes nothing.
             lease.release(held, recordRelease: machine.phase != .fenced)
             let totalMs = ParticipantLog.monotonicMillis() - started
-            log.log(
-                "lease.released",
-                [
-                    "epoch": .int(held.epoch), "reason": .string(reason.rawValue),
-                    "releaseMs": .double((totalMs * 10).rounded() / 10),
-                ])
+            record(.leaseReleased(epoch: held.epoch, reason: reason, releaseMillis: totalMs))
         }
         store.resumeWrites()
     }
 
-    /// Logs a sync's persisted state; the manager calls it as it persists each one, so the log
-    /// holds them in order with what follows (a clean resync ghosts logged after its sync).
-    static func logSync(_ state: SyncState, to log: ParticipantLog) {
-        log.log(
-            "sync",
-            [
-                "id": .int(state.id), "name": state.name.map(JSONValue.string) ?? .null,
-                "status": .string(state.status.rawValue),
-                "progress": .int(Int64(state.progress)), "totalSize": .int(Int64(state.totalSize)),
-                "maxTimeStamp": .int(state.maxTimeStamp),
-            ])
+    /// Logs and broadcasts `event`.
+    func record(_ event: ParticipantEvent) {
+        Self.record(event, log: log, broadcaster: broadcaster)
+    }
+
+    /// ``record(_:)`` from outside the actor: the manager's observer records each sync state as
+    /// it persists it, so the log holds them in order with what follows (a clean resync ghosts
+    /// logged after its sync).
+    static func record(_ event: ParticipantEvent, log: ParticipantLog, broadcaster: EventBroadcaster) {
+        log.log(event.logName, event.logFields)
+        broadcaster.send(event)
     }
 
     func syncUpdated(_ state: SyncState) async {
@@ -679,11 +667,7 @@ public actor Participant: Service {
         let attempt = (failures[name] ?? 0) + 1
         failures[name] = attempt
         let delay = backoff(base, attempt: attempt)
-        let milliseconds =
-            Double(delay.components.seconds) * 1000 + Double(delay.components.attoseconds) / 1e15
-        log.log(
-            "sync.retry",
-            ["name": .string(name), "attempt": .int(Int64(attempt)), "delayMs": .double(milliseconds)])
+        record(.syncRetry(name: name, attempt: attempt, delay: delay))
         retries[name] = yield(.retry(name), after: delay)
     }
 
@@ -731,7 +715,7 @@ public actor Participant: Service {
     func setProblem(_ text: String?) {
         guard text != problem else { return }
         problem = text
-        if let text { log.log("problem", ["problem": .string(text)]) } else { log.log("problem.cleared") }
+        record(.problem(text))
         publishOrRetry()
     }
 
@@ -791,27 +775,18 @@ public actor Participant: Service {
         }
         // Taken over: the file now in place says it took this epoch over (a taker renames its
         // file in before its transaction commits, so the store may not say so yet).
-        let storeEpoch = try? await store.read { try $0.leaseEpoch() }
         let successor = HeartbeatRecord.read(at: directory.writerLockPath)
         let takenOver = successor?.takenOver == held.epoch
         if takenOver {
             logger.error(
                 "the writer lease was taken over while this process was not renewing it; stepping down")
-            log.log(
-                "lease.lost",
-                ["epoch": .int(held.epoch), "currentEpoch": storeEpoch.map(JSONValue.int) ?? .null])
         } else {
             logger.error("the writer lock file was deleted or replaced; stepping down")
-            log.log(
-                "lease.lockLost",
-                [
-                    "path": .string(directory.writerLockPath),
-                    "successor": successor.map {
-                        .string($0.line.trimmingCharacters(in: .whitespacesAndNewlines))
-                    }
-                        ?? .null,
-                ])
         }
+        record(
+            .leaseLost(
+                epoch: held.epoch, takenOver: takenOver,
+                successor: successor.map { $0.line.trimmingCharacters(in: .whitespacesAndNewlines) }))
         return (try? await carryOut(machine.leaseLost(takenOver: takenOver))) ?? false
     }
 
@@ -833,7 +808,7 @@ public actor Participant: Service {
         let state = await manager.state
         if state != lastManagerState {
             lastManagerState = state
-            log.log("manager", ["state": .string(state.rawValue)])
+            record(.manager(state))
             try? publish(managerState: state)
         }
     }

@@ -1,0 +1,135 @@
+import BatonStore
+import BatonSync
+import Synchronization
+
+/// What a participant does, as it happens: ``Participant/events`` yields these, typed, and
+/// `D/logs/<name>.jsonl` records the same, one JSON line each (``logName`` and ``logFields``).
+public enum ParticipantEvent: Sendable, Hashable {
+    /// The lifecycle signal changed (from the file, a shell, or ``Participant/enterForeground()``).
+    case lifecycle(Lifecycle)
+    /// Foreground, it asks for the writer lease.
+    case leaseWaiting
+    /// It holds the writer lease (`waitMillis` after asking).
+    case leaseAcquired(epoch: Int64, waitMillis: Double)
+    /// It took the lease over from a holder that stopped renewing it (comes before
+    /// ``leaseAcquired(epoch:waitMillis:)``).
+    case leaseTookOver(epoch: Int64, from: WriterLease.Takeover)
+    /// It let the lease go: for `reason`, or (nil) because the lease arrived when it was no
+    /// longer wanted. `releaseMillis` from the stop's request to the release, when it stopped.
+    case leaseReleased(epoch: Int64, reason: HandOverStateMachine.ReleaseReason?, releaseMillis: Double?)
+    /// Another participant took its lease over (`takenOver`), or its lock file went away: it
+    /// stops its syncs without writing and steps down. `successor` is the record of the lock
+    /// file now in place, if any.
+    case leaseLost(epoch: Int64, takenOver: Bool, successor: String?)
+    /// A takeover it decided waits for a holder that keeps SQLite's write lock (nil: no longer).
+    case leaseBlocked(WriterLease.Blocked?)
+    /// Its sync manager's state changed.
+    case manager(ManagerStateMachine.State)
+    /// A sync's state was persisted (progress, status).
+    case sync(SyncState)
+    /// A failed configured sync runs again after `delay` (`attempt` failures in a row).
+    case syncRetry(name: String, attempt: Int, delay: Duration)
+    /// A local edit committed under `epoch`.
+    case localWrite(epoch: Int64)
+    /// What keeps it from its work now, or nil once nothing does.
+    case problem(String?)
+
+    /// The `event` of its log line.
+    public var logName: String {
+        switch self {
+        case .lifecycle: "lifecycle"
+        case .leaseWaiting: "lease.waiting"
+        case .leaseAcquired: "lease.acquired"
+        case .leaseTookOver: "lease.takeover"
+        case .leaseReleased: "lease.released"
+        case .leaseLost(_, let takenOver, _): takenOver ? "lease.lost" : "lease.lockLost"
+        case .leaseBlocked(let blocked): blocked == nil ? "lease.unblocked" : "lease.blocked"
+        case .manager: "manager"
+        case .sync: "sync"
+        case .syncRetry: "sync.retry"
+        case .localWrite: "local.write"
+        case .problem(let text): text == nil ? "problem.cleared" : "problem"
+        }
+    }
+
+    /// The other fields of its log line.
+    public var logFields: JSONObject {
+        switch self {
+        case .lifecycle(let lifecycle):
+            return ["state": .string(lifecycle.rawValue)]
+        case .leaseWaiting:
+            return [:]
+        case .leaseAcquired(let epoch, let waitMillis):
+            return ["epoch": .int(epoch), "waitMs": .double((waitMillis * 10).rounded() / 10)]
+        case .leaseTookOver(let epoch, let from):
+            return [
+                "epoch": .int(epoch), "from": .int(from.epoch),
+                "holder": from.name.map(JSONValue.string) ?? .null,
+                "holderPid": from.pid.map { .int(Int64($0)) } ?? .null,
+                "holderState": .string(from.holderState.rawValue), "silentMs": .double(from.silentMillis),
+            ]
+        case .leaseReleased(let epoch, let reason, let releaseMillis):
+            var fields: JSONObject = ["epoch": .int(epoch), "reason": .string(reason?.rawValue ?? "unused")]
+            if let releaseMillis { fields["releaseMs"] = .double((releaseMillis * 10).rounded() / 10) }
+            return fields
+        case .leaseLost(let epoch, _, let successor):
+            return ["epoch": .int(epoch), "successor": successor.map(JSONValue.string) ?? .null]
+        case .leaseBlocked(let blocked):
+            guard let blocked else { return [:] }
+            return [
+                "holder": .string(blocked.name), "holderPid": .int(Int64(blocked.pid)),
+                "holderState": .string(blocked.holderState.rawValue), "problem": .string(blocked.message),
+            ]
+        case .manager(let state):
+            return ["state": .string(state.rawValue)]
+        case .sync(let state):
+            return [
+                "id": .int(state.id), "name": state.name.map(JSONValue.string) ?? .null,
+                "status": .string(state.status.rawValue),
+                "progress": .int(Int64(state.progress)), "totalSize": .int(Int64(state.totalSize)),
+                "maxTimeStamp": .int(state.maxTimeStamp),
+            ]
+        case .syncRetry(let name, let attempt, let delay):
+            let milliseconds =
+                Double(delay.components.seconds) * 1000 + Double(delay.components.attoseconds) / 1e15
+            return ["name": .string(name), "attempt": .int(Int64(attempt)), "delayMs": .double(milliseconds)]
+        case .localWrite(let epoch):
+            return ["epoch": .int(epoch)]
+        case .problem(let text):
+            return text.map { ["problem": .string($0)] } ?? [:]
+        }
+    }
+}
+
+/// Hands each event to every current subscriber. A subscriber that does not keep up loses the
+/// oldest of what it has not read (the newest 4,096 wait); the participant never waits for one.
+final class EventBroadcaster: Sendable {
+    private let subscribers = Mutex<(next: Int, all: [Int: AsyncStream<ParticipantEvent>.Continuation])>(
+        (0, [:]))
+
+    func subscribe() -> AsyncStream<ParticipantEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: ParticipantEvent.self, bufferingPolicy: .bufferingNewest(4096))
+        let id = subscribers.withLock { state in
+            state.next += 1
+            state.all[state.next] = continuation
+            return state.next
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.subscribers.withLock { $0.all.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func send(_ event: ParticipantEvent) {
+        for continuation in subscribers.withLock({ Array($0.all.values) }) { continuation.yield(event) }
+    }
+
+    func finish() {
+        let all = subscribers.withLock { state in
+            defer { state.all = [:] }
+            return Array(state.all.values)
+        }
+        for continuation in all { continuation.finish() }
+    }
+}
