@@ -184,6 +184,7 @@ public final class SharedStore: Sendable {
         var result: T?
         var began: ContinuousClock.Instant?
         var recorded: LeaseFence?
+        var sequence: Int64?
         defer { if let began { writeGuard.noteTransaction(ContinuousClock.now - began) } }
         try db.inTransaction(.immediate) {
             began = ContinuousClock.now
@@ -191,16 +192,31 @@ public final class SharedStore: Sendable {
             if case .lease(let fence) = access, try fence.admit(transaction) { recorded = fence }
             result = try body(transaction)
             if case .lease(let fence) = access { try fence.confirm() }
-            if logged { try transaction.recordCommit(fencedBy: access.epoch) }
+            if logged { sequence = try transaction.recordCommit(fencedBy: access.epoch) }
             // Thread-directed, so this thread stops before it returns (a process-directed
             // SIGSTOP may be taken by another thread while this one commits).
             if stop { pthread_kill(pthread_self(), SIGSTOP) }
             if let fault { try writeGuard.faults.raise(fault) }
             return .commit
         }
-        // Committed: only now is the holding in the store.
+        // Committed: only now is the holding in the store, and may readers be told.
         recorded?.markRecorded()
+        if let sequence { ringChanges(sequence) }
         return result!
+    }
+
+    /// Replaces `D/changes` with `sequence` (a temporary file renamed over it), the doorbell
+    /// readers in other processes watch with inotify. A failure is ignored: the commit stands,
+    /// and the next one rings again.
+    func ringChanges(_ sequence: Int64) {
+        let temporary =
+            directory.path + "/.changes.\(getpid()).\(UInt(bitPattern: ObjectIdentifier(self).hashValue))"
+        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else { return }
+        let text = Array("\(sequence)\n".utf8)
+        let written = text.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        Glibc.close(fd)
+        if written != text.count || rename(temporary, directory.changesPath) != 0 { unlink(temporary) }
     }
 
     // MARK: - Lease bookkeeping

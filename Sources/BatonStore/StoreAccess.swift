@@ -27,7 +27,10 @@ public final class StoreTransaction: StoreReader {
     /// Bumps the change sequence and appends this commit to the commit log (who committed,
     /// under which epoch), keeping the newest ``CommitRecord/retained`` rows (trimmed once every
     /// ``CommitRecord/trimInterval`` commits, so most commits touch only the log's newest page).
-    func recordCommit(fencedBy epoch: Int64?) throws {
+    ///
+    /// - Returns: the new change sequence.
+    @discardableResult
+    func recordCommit(fencedBy epoch: Int64?) throws -> Int64 {
         let sequence =
             try Int64.fetchOne(cached("UPDATE change_sequence SET seq = seq + 1 WHERE id = 1 RETURNING seq"))
             ?? 0
@@ -41,6 +44,7 @@ public final class StoreTransaction: StoreReader {
             try cached("DELETE FROM commit_log WHERE seq <= ?").execute(
                 arguments: [sequence - CommitRecord.retained])
         }
+        return sequence
     }
 }
 

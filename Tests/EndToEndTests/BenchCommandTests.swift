@@ -56,6 +56,17 @@ extension HeavyEndToEnd {
             #expect(stdout.contains("| stop latency p50 / max, ms (1 trials;"), "\(stdout)")
         }
 
+        @Test("readers: a reader process hears of every committed page")
+        func readers() async throws {
+            let (stdout, figures) = try await bench("readers", records: 1000)
+            let heard = figures.value(atPath: "readers.notifications")?.intValue ?? 0
+            let coalesced = figures.value(atPath: "readers.coalesced")?.intValue ?? -1
+            #expect(heard + coalesced == 200)
+            #expect(heard > 0)
+            #expect((figures.value(atPath: "readers.notifyP99Ms")?.doubleValue ?? 0) > 0)
+            #expect(stdout.contains("| readers: page committed"))
+        }
+
         @Test("an unknown scenario is refused")
         func unknownScenario() async throws {
             let result = try await BatonProcess.run(["bench", "--only", "speed"])

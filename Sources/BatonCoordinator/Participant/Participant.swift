@@ -196,9 +196,6 @@ public actor Participant: Service {
         do {
             let result = try await store.write(held.access) { try body(LocalEdits($0)) }
             record(.localWrite(epoch: held.epoch))
-            if let sequence = try? store.changeSequence() {
-                try? AtomicFile.write(Data("\(sequence)\n".utf8), to: directory.changesPath)
-            }
             return result
         } catch let error as StoreError where error.code == .staleEpoch {
             throw CoordinatorError(
@@ -643,9 +640,6 @@ public actor Participant: Service {
     }
 
     func syncUpdated(_ state: SyncState) async {
-        if machine.held != nil, let sequence = try? store.changeSequence() {
-            try? AtomicFile.write(Data("\(sequence)\n".utf8), to: directory.changesPath)
-        }
         if let name = state.name, configuration.syncs.contains(where: { $0.name == name }) {
             switch state.status {
             case .done: failures[name] = nil

@@ -6,7 +6,7 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract:
-            "Measure ingest, stop, hand-over, takeover of a frozen writer, resume waste, contention and memory, each against a baseline.",
+            "Measure ingest, stop, hand-over, takeover of a frozen writer, resume waste, contention, readers' notification and memory, each against a baseline.",
         discussion: """
             Every figure is measured in this run, with its baseline in the same run, and reported as \
             a ratio. Nothing fails on a wall-clock figure. Build with `-c release` for meaningful \
@@ -18,7 +18,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Trials for the latency scenarios.") var trials = 10
     @Option(
         help:
-            "Run only this scenario (repeat for several): ingest, lifecycle, takeover, waste, contention, memory (default: all)."
+            "Run only this scenario (repeat for several): ingest, lifecycle, takeover, waste, contention, readers, memory (default: all)."
     )
     var only: [String] = []
     @Option(help: "Write the figures as JSON to this file.") var json: String?
@@ -29,7 +29,7 @@ struct BenchCommand: AsyncParsableCommand {
         guard (1...1000).contains(trials) else {
             throw ValidationError("--trials must be between 1 and 1000")
         }
-        let known: Set = ["ingest", "lifecycle", "takeover", "waste", "contention", "memory"]
+        let known: Set = ["ingest", "lifecycle", "takeover", "waste", "contention", "readers", "memory"]
         for name in only where !known.contains(name) {
             throw ValidationError("unknown scenario '\(name)'; use \(known.sorted().joined(separator: ", "))")
         }
@@ -138,6 +138,18 @@ struct BenchCommand: AsyncParsableCommand {
                 "p99Ratio": .double(r(lease.p99Ms / max(busy.p99Ms, 1e-9), 1000)),
             ]
         }
+        if wanted("readers") {
+            progress("readers: a reader process hears of each committed page…")
+            let readers = try await ReadersBench.run(env)
+            func p(_ percentile: Double) -> JSONValue {
+                .double(r(BenchStats.percentile(readers.latenciesMs, percentile), 1000))
+            }
+            figures["readers"] = [
+                "notifyP50Ms": p(50), "notifyP99Ms": p(99),
+                "notifications": .int(Int64(readers.latenciesMs.count)),
+                "coalesced": .int(Int64(readers.coalesced)),
+            ]
+        }
         if wanted("memory") {
             progress("6/6 memory…")
             let small = try await ProcessBench.peakRSS(env, records: 10_000)
@@ -224,6 +236,10 @@ struct BenchCommand: AsyncParsableCommand {
             (
                 "contention",
                 "| contention, errors (SQLITE_BUSY) | \(v("contention.batonErrors")) | \(v("contention.baselineErrors")) | |"
+            ),
+            (
+                "readers",
+                "| readers: page committed → reader process notified, p50 / p99 ms (\(v("readers.notifications")) notifications) | \(v("readers.notifyP50Ms")) / \(v("readers.notifyP99Ms")) | aim: p99 ≤ 5 ms | |"
             ),
             (
                 "memory",

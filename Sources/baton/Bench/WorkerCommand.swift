@@ -76,6 +76,16 @@ struct BenchWorkerCommand: AsyncParsableCommand {
                 "elapsedMs": .double(BenchStats.seconds(clock.now - started) * 1000),
                 "latenciesMs": .array(latencies.map { .double(BenchStats.round($0, 1000)) }),
             ])
+        case "reader":
+            // Subscribed before it says ready: no commit after that is missed.
+            var changes = try store.changes().makeAsyncIterator()
+            CLIOutput.line("ready")
+            var heard: [JSONValue] = []
+            while let sequence = await changes.next() {
+                heard.append([.int(sequence), .int(Int64(MonotonicClock.nanos()))])
+                if sequence >= Int64(writes) { break }
+            }
+            CLIOutput.json(["heard": .array(heard)])
         case "syncdown":
             let client = RESTClient(baseURL: server ?? "", token: "bench")
             let manager = SyncManager(
