@@ -24,6 +24,10 @@ struct ProcessResult {
     var signaled: Bool
 }
 
+struct SetupFailed: Error {
+    var what: String
+}
+
 struct ProcessTimeout: Error, CustomStringConvertible {
     var what: String
     var description: String { "timed out waiting for \(what)" }
@@ -54,17 +58,29 @@ final class BatonProcess: Sendable {
     private let changes: AsyncStream<Void>
     private let notify: AsyncStream<Void>.Continuation
     let arguments: [String]
+    /// With `interactive`, our write end of the process's stdin (a FIFO), `O_CLOEXEC` so no other
+    /// child inherits it: closing it is the process's end of file.
+    private let input = Mutex<Int32>(-1)
 
     /// A test that fails (throws) mid-way never leaves its processes running: they would spin in
     /// a deleted directory and slow every later test down.
     deinit {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        closeInput()
     }
 
-    init(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws {
+    /// Starts `executable` (the built `baton` when nil) with `arguments`.
+    ///
+    /// - Parameters:
+    ///   - stdin: the whole input, given at once.
+    ///   - interactive: input typed line by line with ``type(_:)``, ended by ``closeInput()``.
+    init(
+        _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:],
+        executable: String? = nil, interactive: Bool = false
+    ) throws {
         self.arguments = arguments
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: BatonBinary.path)
+        process.executableURL = URL(fileURLWithPath: executable ?? BatonBinary.path)
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
@@ -75,7 +91,15 @@ final class BatonProcess: Sendable {
         process.standardError = stderrPipe
         // Input comes from a file, not a pipe: a pipe's write end can leak into processes that
         // other tests spawn at the same moment, and then the reader never sees end of file.
-        if let stdin {
+        if interactive {
+            let fifo = FileManager.default.temporaryDirectory.path + "/baton-stdin-" + UUID().uuidString
+            guard mkfifo(fifo, 0o600) == 0 else { throw SetupFailed(what: "mkfifo \(fifo): errno \(errno)") }
+            // Opened read-write first, so opening the read end does not block.
+            let writer = open(fifo, O_RDWR | O_CLOEXEC)
+            process.standardInput = FileHandle(forReadingAtPath: fifo)
+            unlink(fifo)
+            input.withLock { $0 = writer }
+        } else if let stdin {
             let inputPath = FileManager.default.temporaryDirectory.path + "/baton-stdin-" + UUID().uuidString
             _ = FileManager.default.createFile(atPath: inputPath, contents: Data(stdin.utf8))
             process.standardInput = FileHandle(forReadingAtPath: inputPath)
@@ -117,6 +141,23 @@ final class BatonProcess: Sendable {
             notify.yield()
         }
         thread.start()
+    }
+
+    /// Types `line` (and a newline) on an interactive process's stdin.
+    func type(_ line: String) {
+        input.withLock { fd in
+            guard fd >= 0 else { return }
+            let bytes = Array((line + "\n").utf8)
+            _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        }
+    }
+
+    /// Ends an interactive process's stdin.
+    func closeInput() {
+        input.withLock { fd in
+            if fd >= 0 { close(fd) }
+            fd = -1
+        }
     }
 
     var pid: Int32 { process.processIdentifier }

@@ -1,0 +1,78 @@
+import BatonJSON
+import BatonREST
+import Foundation
+import Testing
+
+/// `Examples/NotesPair`, a package of its own that depends on this one by path, built and driven
+/// as processes: a host app and a share extension over one shared directory.
+@Suite("The NotesPair example", .serialized, .timeLimit(.minutes(20)))
+struct NotesPairTests {
+    /// The repository's root (this file is Tests/EndToEndTests/NotesPairTests.swift).
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+
+    /// Builds the example (its own build folder, beside the root's) and returns its products' folder.
+    static func build() async throws -> String {
+        let scratch = root + "/.build-notes"
+        let swift = ProcessInfo.processInfo.environment["SWIFT_EXEC_BUILD"] ?? "/usr/bin/env"
+        let arguments =
+            (swift == "/usr/bin/env" ? ["swift"] : [])
+            + ["build", "--package-path", root + "/Examples/NotesPair", "--scratch-path", scratch]
+        let build = try BatonProcess(arguments, executable: swift)
+        let result = try await build.wait(timeout: .seconds(900))
+        #expect(result.status == 0, "swift build of the example failed: \(result.stderr.suffix(2000))")
+        return scratch + "/debug"
+    }
+
+    @Test(
+        "host and share extension: a note added in the share sheet waits for the lease, lands, is seen live by the host and synced up"
+    )
+    func pair() async throws {
+        let products = try await Self.build()
+        let serve = try BatonProcess(["serve", "--json", "--seed", "Account=20"])
+        try await serve.waitForOutput("the server's address") { out, _ in out.contains("\n") }
+        let first = try JSONValue(parsing: String(serve.stdout.split(separator: "\n")[0]))
+        let url = try #require(first.value(atPath: "url")?.stringValue)
+        let token = try #require(first.value(atPath: "token")?.stringValue)
+        let temp = FileManager.default.temporaryDirectory.path + "/notes-pair-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: temp) }
+        let common = ["--dir", temp + "/d", "--server", url, "--token", token]
+
+        let host = try BatonProcess(
+            common + ["--lifecycle", "foreground"], executable: products + "/NotesHost", interactive: true)
+        try await host.waitForOutput("the host's first sync") { out, _ in out.contains("count 20 local 0") }
+        let share = try BatonProcess(common, executable: products + "/NotesShare", interactive: true)
+        try await share.waitForOutput("the share's live count") { out, _ in out.contains("count 20 local 0") }
+
+        // Added while in the background: it waits for the lease, which the host hands over.
+        share.type("add from the share sheet")
+        share.type("foreground")
+        host.type("background")
+        try await share.waitForOutput("the note added") { out, _ in out.contains("added ") }
+        // The host, a reader now, sees the share's commit live, then its sync up.
+        try await host.waitForOutput("the host to see the note") { out, _ in out.contains("count 21 local 1")
+        }
+        try await host.waitForOutput("the note synced up") { out, _ in out.contains("count 21 local 0") }
+        let names = try await Self.serverNames(url: url, token: token)
+        #expect(names.contains("from the share sheet"))
+        #expect(names.count == 21)
+
+        // Junk is refused with a reason, and the app keeps running.
+        share.type("frobnicate")
+        try await share.waitForOutput("the refusal") { out, _ in
+            out.contains("error: unknown command 'frobnicate'")
+        }
+
+        for app in [host, share] { app.closeInput() }
+        #expect(try await host.wait(timeout: .seconds(60)).status == 0)
+        #expect(try await share.wait(timeout: .seconds(60)).status == 0)
+        serve.send(SIGTERM)
+        _ = try await serve.wait(timeout: .seconds(30))
+    }
+
+    static func serverNames(url: String, token: String) async throws -> [String] {
+        let client = RESTClient(baseURL: url, token: token)
+        let page = try await client.queryFirstPage("SELECT Id, Name FROM Account")
+        return page.records.compactMap { $0["Name"]?.stringValue }
+    }
+}
