@@ -25,7 +25,7 @@ struct NotesPairTests {
     }
 
     @Test(
-        "host and share extension: a note added in the share sheet waits for the lease, lands, is seen live by the host and synced up"
+        "host and share extension: edits by the writer sync up, the other's write is refused naming it, each sees the other's commits, nothing is lost"
     )
     func pair() async throws {
         let products = try await Self.build()
@@ -44,24 +44,54 @@ struct NotesPairTests {
         let share = try BatonProcess(common, executable: products + "/NotesShare", interactive: true)
         try await share.waitForOutput("the share's live count") { out, _ in out.contains("count 20 local 0") }
 
-        // Added while in the background: it waits for the lease, which the host hands over.
-        share.type("add from the share sheet")
+        // 1. The host, as writer, adds and edits a note; it syncs up. 4. The extension sees it.
+        host.type("add from the host")
+        try await host.waitForOutput("the host's note") { out, _ in out.contains("added ") }
+        let added = try #require(
+            host.stdout.split(separator: "\n").first { $0.hasPrefix("added ") }?.split(separator: " ").last)
+        host.type("edit \(added) from the host, edited")
+        try await host.waitForOutput("the host's edit") { out, _ in out.contains("edited \(added)") }
+        try await host.waitForOutput("the host's edit synced up") { out, _ in
+            out.hasSuffix("count 21 local 0\n")
+        }
+        try await share.waitForOutput("the extension to see the host's note") { out, _ in
+            out.contains("count 21")
+        }
+
+        // 2. The extension's write while the host is in the foreground fails, naming the host.
+        share.type("add too early")
+        try await share.waitForOutput("the refusal") { out, _ in out.contains("error: ") }
+        #expect(share.stdout.contains("does not hold the writer lease"), "\(share.stdout)")
+        #expect(share.stdout.contains("the writer is 'host'"), "\(share.stdout)")
+
+        // 3. The host goes to the background; the extension's edit succeeds and syncs up; the
+        // host (a reader now) sees it live.
         share.type("foreground")
         host.type("background")
-        try await share.waitForOutput("the note added") { out, _ in out.contains("added ") }
-        // The host, a reader now, sees the share's commit live, then its sync up.
-        try await host.waitForOutput("the host to see the note") { out, _ in out.contains("count 21 local 1")
+        try await share.waitForOutput("the extension to become the writer") { out, _ in
+            out.contains("writer\n")
         }
-        try await host.waitForOutput("the note synced up") { out, _ in out.contains("count 21 local 0") }
-        let names = try await Self.serverNames(url: url, token: token)
-        #expect(names.contains("from the share sheet"))
-        #expect(names.count == 21)
+        share.type("add from the share sheet")
+        try await share.waitForOutput("the extension's note") { out, _ in out.contains("added ") }
+        try await host.waitForOutput("the host to see the extension's note") { out, _ in
+            out.contains("count 22 local 1")
+        }
+        try await host.waitForOutput("the extension's note synced up") { out, _ in
+            out.hasSuffix("count 22 local 0\n")
+        }
 
         // Junk is refused with a reason, and the app keeps running.
         share.type("frobnicate")
-        try await share.waitForOutput("the refusal") { out, _ in
-            out.contains("error: unknown command 'frobnicate'")
+        try await share.waitForOutput("the junk refused") { out, _ in
+            out.contains("unknown command 'frobnicate'")
         }
+
+        // 5. Nothing lost: the server has every note, once.
+        let names = try await Self.serverNames(url: url, token: token)
+        #expect(names.count == 22)
+        #expect(names.filter { $0 == "from the host, edited" }.count == 1)
+        #expect(names.filter { $0 == "from the share sheet" }.count == 1)
+        #expect(!names.contains("too early"))
 
         for app in [host, share] { app.closeInput() }
         #expect(try await host.wait(timeout: .seconds(60)).status == 0)

@@ -55,4 +55,37 @@ struct ReaderChangesTests {
         let next = try #require(await observed.next())
         #expect(next.count == 4)
     }
+
+    @Test(
+        "a reader that starts after the writer begins at the current sequence; a burst is coalesced, never past its last value; a recreated D/changes still rings"
+    )
+    func lateReaderBurstAndRecreatedDoorbell() async throws {
+        let temp = try TemporaryDirectory()
+        let shared = try SharedDirectory(path: temp.path + "/d")
+        let writer = try SharedStore.open(directory: shared, logger: Logger(label: "writer"))
+        try writer.registerSoup("notes", indexSpecs: [])
+        for n in 0..<5 {
+            try await writer.writeUnleased { _ = try $0.upsert(["n": .int(Int64(n))], into: "notes") }
+        }
+        let reader = try SharedStore.open(directory: shared, logger: Logger(label: "reader"))
+        var changes = try reader.changes().makeAsyncIterator()
+        let start = try #require(await changes.next())
+        #expect(start == (try writer.changeSequence()))
+
+        // A burst: the reader may hear of fewer, in order, and always of the last.
+        for n in 0..<50 {
+            try await writer.writeUnleased { _ = try $0.upsert(["n": .int(Int64(n))], into: "notes") }
+        }
+        let end = start + 50
+        var heard: [Int64] = []
+        while heard.last ?? start < end { heard.append(try #require(await changes.next())) }
+        #expect(heard.last == end)
+        #expect(heard == heard.sorted() && Set(heard).count == heard.count)
+        #expect(heard.count <= 50)
+
+        // The doorbell file deleted (a shell's `rm`): the next commit puts a new one in place.
+        try FileManager.default.removeItem(atPath: shared.changesPath)
+        try await writer.writeUnleased { _ = try $0.upsert(["n": 99], into: "notes") }
+        #expect(try #require(await changes.next()) == end + 1)
+    }
 }

@@ -14,6 +14,9 @@ import ServiceLifecycle
 ///   other app's commits), `writer` / `released`, `added ENTRY`, `edited ENTRY`, `deleted
 ///   ENTRY`, `error: …`.
 ///
+/// An edit needs the writer lease: off it, it fails at once, naming the writer (an app could
+/// pass `waitingUpTo:` to wait for it instead).
+///
 /// Usage: `NotesHost|NotesShare --dir D --server URL --token TOKEN [--lifecycle foreground|background]`.
 public enum NotesApp {
     public static func main(name: String, role: ParticipantRole) async {
@@ -107,14 +110,10 @@ public enum NotesApp {
                     }
                 }
             }
-            // Lifecycle lines act at once; an edit may wait for the lease, so it runs on its own
-            // (a `foreground` typed after it must not wait behind it).
-            var edits: [Task<Void, Never>] = []
             for await line in standardInputLines() {
                 if line == "quit" { break }
-                edits.append(Task { await handle(line, participant: participant, manager: manager) })
+                await handle(line, participant: participant, manager: manager)
             }
-            for edit in edits { await edit.value }
             // stdin closed or `quit`: hand everything back and leave.
             participant.shutdown()
             try await tasks.next()
@@ -128,20 +127,20 @@ public enum NotesApp {
             switch words.first {
             case "add" where words.count >= 2:
                 let text = words.dropFirst().joined(separator: " ")
-                let entry = try await participant.write(waitingUpTo: .seconds(60)) { edits in
+                let entry = try await participant.write { edits in
                     try edits.create(["Name": .string(text)], in: "notes")
                 }
                 say("added \(entry.entryId)")
             case "edit" where words.count == 3:
                 guard let id = Int64(words[1]) else { throw Usage("edit ENTRY TEXT") }
                 let text = words[2]
-                _ = try await participant.write(waitingUpTo: .seconds(60)) { edits in
+                _ = try await participant.write { edits in
                     try edits.update(id, in: "notes") { $0["Name"] = .string(text) }
                 }
                 say("edited \(id)")
             case "delete" where words.count == 2:
                 guard let id = Int64(words[1]) else { throw Usage("delete ENTRY") }
-                _ = try await participant.write(waitingUpTo: .seconds(60)) { edits in
+                _ = try await participant.write { edits in
                     try edits.delete(id, in: "notes")
                 }
                 say("deleted \(id)")
