@@ -7,6 +7,33 @@ extension HeavyEndToEnd {
     @Suite("Paired participants as processes", .serialized)
     struct CoordinatorProcessTests {
         @Test(
+            "SIGTERM through the service group: the syncs stop, the lease is released, then the process exits 0"
+        )
+        func sigtermReleasesFirst() async throws {
+            let f = try await CoordinatorFixture(records: 5_000)
+            try await f.client.adminSetFaults(["latencyMs": 20])
+            let host = try f.start("host", role: "host", lifecycle: "foreground", batchSize: 200)
+            #expect(try await f.wait(["--writer", "host"]))
+            try await f.waitForLog("host", "a committed page") { log in
+                (log.last { $0["event"] == "sync" }?["progress"]?.intValue ?? 0) > 0
+            }
+            host.send(SIGTERM)
+            let result = try await host.wait(timeout: .seconds(60))
+            #expect(result.status == 0, "\(result.stderr)")
+            let events = f.log("host").compactMap { $0["event"]?.stringValue }
+            let released = try #require(events.firstIndex(of: "lease.released"))
+            let exited = try #require(events.firstIndex(of: "exited"))
+            #expect(events.firstIndex(of: "stop.requested") ?? .max < released && released < exited)
+            #expect(f.log("host").contains { $0["event"] == "lease.released" && $0["reason"] == "shutdown" })
+            #expect(
+                f.log("host").last { $0["event"] == "sync" }?["status"] == "stopped",
+                "the sync under way ends stopped, resumable")
+            let status = try await BatonProcess.run(["status", "--dir", f.dir, "--json"])
+            #expect(status.stdout.contains("\"phase\":\"finished\""), "\(status.stdout)")
+            try await f.finish()
+        }
+
+        @Test(
             "hand-over mid-sync: the host stops and releases, the extension resumes to done",
             arguments: ["baton signal", "echo"])
         func pairedHandOver(signalling: String) async throws {
