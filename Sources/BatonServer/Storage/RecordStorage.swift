@@ -161,16 +161,7 @@ final class RecordStorage: Sendable {
             try update(db, type: type, id: value, fields: body)
             return (value, false)
         }
-        try ensureIndex(db, field: field)
-        let existing = try String.fetchAll(
-            db,
-            sql: "SELECT id FROM records WHERE type = ? AND json_extract(fields, '$.\(field)') = ? LIMIT 2",
-            arguments: [type, value])
-        if existing.count > 1 {
-            throw SalesforceError(
-                status: 300, "MULTIPLE_CHOICES", "More than one record has this external id", fields: [field])
-        }
-        if let id = existing.first {
+        if let id = try id(db, type: type, field: field, value: value) {
             try update(db, type: type, id: id, fields: body)
             return (id, false)
         }
