@@ -460,7 +460,7 @@ final class PendingLock: Sendable {
     /// Starts waiting for `lock`; `onGranted` is called (on the waiting thread) when the wait ends.
     init(lock: FileLock, onGranted: @escaping @Sendable () -> Void) {
         generation = lock.identity
-        LockWaiters.shared.run { [self] in
+        let thread = Thread { [self] in
             let result = Result { try lock.lock() }.map { lock }
             let keep = self.state.withLock { state -> Bool in
                 if state.abandoned { return false }
@@ -469,6 +469,8 @@ final class PendingLock: Sendable {
             }
             if keep { onGranted() } else { lock.unlock() }
         }
+        thread.name = "baton.lease.wait"
+        thread.start()
     }
 
     /// The lock once granted (or the error the wait ended with); nil while still waiting.
@@ -567,49 +569,5 @@ final class LeaseChanges: Sendable {
         } onCancel: {
             ring()
         }
-    }
-}
-
-/// The threads that block in `flock` for ``PendingLock``, kept for the next wait (a contended
-/// turn of the lease starts no thread). A wait that never ends (a frozen holder's generation,
-/// abandoned) keeps its thread; the others come back, up to ``keep`` idle at a time.
-final class LockWaiters: Sendable {
-    static let shared = LockWaiters()
-    static let keep = 4
-
-    private final class Waiter: Sendable {
-        let wake = DispatchSemaphore(value: 0)
-        let job = Mutex<(@Sendable () -> Void)?>(nil)
-    }
-
-    private let idle = Mutex<[Waiter]>([])
-
-    /// Runs `job` (which may block for long) on an idle waiter thread, or on a new one.
-    func run(_ job: @escaping @Sendable () -> Void) {
-        if let waiter = idle.withLock({ $0.popLast() }) {
-            waiter.job.withLock { $0 = job }
-            waiter.wake.signal()
-            return
-        }
-        let waiter = Waiter()
-        waiter.job.withLock { $0 = job }
-        let thread = Thread { [self] in
-            while true {
-                let next = waiter.job.withLock { job -> (@Sendable () -> Void)? in
-                    defer { job = nil }
-                    return job
-                }
-                next?()
-                let kept = idle.withLock { idle -> Bool in
-                    guard idle.count < Self.keep else { return false }
-                    idle.append(waiter)
-                    return true
-                }
-                guard kept else { return }
-                waiter.wake.wait()
-            }
-        }
-        thread.name = "baton.lease.wait"
-        thread.start()
     }
 }
