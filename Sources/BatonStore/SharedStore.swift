@@ -205,18 +205,18 @@ public final class SharedStore: Sendable {
         return result!
     }
 
-    /// Replaces `D/changes` with `sequence` (a temporary file renamed over it), the doorbell
-    /// readers in other processes watch with inotify. A failure is ignored: the commit stands,
-    /// and the next one rings again.
+    /// Writes `sequence` into `D/changes`, the doorbell readers in other processes watch with
+    /// inotify (the close after writing is their event). In place, fixed width, one `pwrite`:
+    /// no directory entry changes, so a commit costs no journaled rename (a rename per commit
+    /// cut the throughput of small writes by more than half). Readers take the sequence from the
+    /// store, never from the file. A failure is ignored: the commit stands, the next one rings.
     func ringChanges(_ sequence: Int64) {
-        let temporary =
-            directory.path + "/.changes.\(getpid()).\(UInt(bitPattern: ObjectIdentifier(self).hashValue))"
-        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        let fd = Glibc.open(directory.changesPath, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { return }
-        let text = Array("\(sequence)\n".utf8)
-        let written = text.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        let digits = String(sequence)
+        let text = Array((String(repeating: " ", count: max(0, 20 - digits.count)) + digits + "\n").utf8)
+        _ = text.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
         Glibc.close(fd)
-        if written != text.count || rename(temporary, directory.changesPath) != 0 { unlink(temporary) }
     }
 
     // MARK: - Lease bookkeeping

@@ -2,7 +2,7 @@ import BatonStore
 
 extension SharedStore {
     /// The store's change sequence as commits land, in any process: the current value first,
-    /// then each new one, woken by inotify on `D/changes` (which every committed write replaces).
+    /// then each new one, woken by inotify on `D/changes` (which every committed write rewrites).
     /// A burst of commits may be coalesced into its last value, which is never missed: after each
     /// doorbell the sequence is read from the store itself.
     ///
@@ -10,7 +10,8 @@ extension SharedStore {
     ///
     /// - Throws: `watchFailed` when the directory cannot be watched.
     public func changes() throws -> AsyncStream<Int64> {
-        let watcher = DirectoryWatcher(root: directory.path, subdirectories: [], rootNamesOnly: true)
+        // `D/changes` is rewritten in place: its close is the event (not a new name).
+        let watcher = DirectoryWatcher(root: directory.path, subdirectories: [])
         let events = try watcher.events()
         let (stream, continuation) = AsyncStream.makeStream(
             of: Int64.self, bufferingPolicy: .bufferingNewest(1))
