@@ -64,6 +64,7 @@ extension HeavyEndToEnd {
             #expect(heard + coalesced == 200)
             #expect(heard > 0)
             #expect((figures.value(atPath: "readers.notifyP99Ms")?.doubleValue ?? 0) > 0)
+            #expect(figures.value(atPath: "readers.fromWriteStartP99Ms")?.doubleValue != nil)
             #expect(stdout.contains("| readers: page committed"))
         }
 

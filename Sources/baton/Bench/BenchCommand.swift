@@ -141,11 +141,14 @@ struct BenchCommand: AsyncParsableCommand {
         if wanted("readers") {
             progress("readers: a reader process hears of each committed page…")
             let readers = try await ReadersBench.run(env)
-            func p(_ percentile: Double) -> JSONValue {
-                .double(r(BenchStats.percentile(readers.latenciesMs, percentile), 1000))
+            func p(_ percentile: Double, _ values: [Double]? = nil) -> JSONValue {
+                .double(r(BenchStats.percentile(values ?? readers.latenciesMs, percentile), 1000))
             }
             figures["readers"] = [
-                "notifyP50Ms": p(50), "notifyP99Ms": p(99),
+                // From the commit (the write's return), as the issue defines it; from the start of
+                // the write, the page's own write time included.
+                "notifyP50Ms": p(50, readers.fromCommitMs), "notifyP99Ms": p(99, readers.fromCommitMs),
+                "fromWriteStartP50Ms": p(50), "fromWriteStartP99Ms": p(99),
                 "notifications": .int(Int64(readers.latenciesMs.count)),
                 "coalesced": .int(Int64(readers.coalesced)),
             ]
@@ -239,7 +242,7 @@ struct BenchCommand: AsyncParsableCommand {
             ),
             (
                 "readers",
-                "| readers: page committed → reader process notified, p50 / p99 ms (\(v("readers.notifications")) notifications) | \(v("readers.notifyP50Ms")) / \(v("readers.notifyP99Ms")) | aim: p99 ≤ 5 ms | |"
+                "| readers: page committed → reader process notified, p50 / p99 ms (\(v("readers.notifications")) notifications) | \(v("readers.notifyP50Ms")) / \(v("readers.notifyP99Ms")) | from the start of the page's write: \(v("readers.fromWriteStartP50Ms")) / \(v("readers.fromWriteStartP99Ms")); aim: p99 ≤ 5 ms | |"
             ),
             (
                 "memory",
