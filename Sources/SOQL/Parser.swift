@@ -71,9 +71,19 @@ struct Parser {
                 fields.append(.subquery(try parseQuery(depth: depth + 1)))
                 try expectSymbol(")")
             } else {
-                fields.append(.field(try identifier("a field name")))
+                let name = try identifier("a field name")
+                if name.uppercased() == "COUNT", isSymbol("(") {
+                    _ = advance()
+                    try expectSymbol(")")
+                    fields.append(.count)
+                } else {
+                    fields.append(.field(name))
+                }
             }
         } while try consumeComma()
+        if fields.contains(.count), fields.count > 1 {
+            throw error("COUNT() must be the only item of its SELECT list")
+        }
         try expectKeyword("FROM")
         let object = try identifier("an object name")
         var query = SOQLQuery(fields: fields, object: object)

@@ -6,6 +6,7 @@ extension SOQLQuery {
             switch item {
             case .field(let name): return name
             case .subquery(let query): return "(\(query.soql))"
+            case .count: return "COUNT()"
             }
         }.joined(separator: ", ")
         out += " FROM \(object)"

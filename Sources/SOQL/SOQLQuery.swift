@@ -37,6 +37,8 @@ public enum SelectItem: Sendable, Hashable {
     case field(String)
     /// A parenthesised subquery; parsed and printed, never evaluated.
     indirect case subquery(SOQLQuery)
+    /// `COUNT()`: the query answers how many records match, and no records. Alone in its list.
+    case count
 
     /// The field path, for a field.
     public var fieldName: String? {

@@ -123,4 +123,18 @@ struct SalesforceShapeTests {
             #expect(some["name"] == "Acme")
         }
     }
+
+    @Test("SELECT COUNT() answers the count in totalSize and no records; COUNT() with other items is refused")
+    func count() async throws {
+        try await withLiveServer { _, client in
+            _ = try await client.adminSeed(type: "Account", count: 7)
+            let all = try await client.queryFirstPage("SELECT COUNT() FROM Account")
+            #expect(all.totalSize == 7 && all.records.isEmpty && all.done)
+            let some = try await client.queryFirstPage("SELECT count() FROM Account LIMIT 3")
+            #expect(some.totalSize == 3)
+            #expect(
+                await errorCode { _ = try await client.queryFirstPage("SELECT COUNT(), Id FROM Account") }
+                    == "MALFORMED_QUERY")
+        }
+    }
 }

@@ -104,4 +104,15 @@ struct SOQLParserTests {
             #expect(DateTimeLiteral.milliseconds(DateTimeLiteral.format(milliseconds: ms)) == ms)
         }
     }
+
+    @Test("COUNT() parses alone, prints back, and is refused beside other items")
+    func count() throws {
+        let query = try SOQLQuery(parsing: "select count() from Account where Name like 'A%'")
+        #expect(query.fields == [.count])
+        #expect(query.soql == "SELECT COUNT() FROM Account WHERE Name LIKE 'A%'")
+        #expect(try SOQLQuery(parsing: query.soql) == query)
+        #expect(throws: SOQLError.self) { try SOQLQuery(parsing: "SELECT Id, COUNT() FROM Account") }
+        // A field named Count is still a field.
+        #expect(try SOQLQuery(parsing: "SELECT Count FROM Account").fields == [.field("Count")])
+    }
 }

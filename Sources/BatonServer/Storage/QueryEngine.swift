@@ -51,6 +51,15 @@ final class QueryEngine: Sendable {
             throw SalesforceError.malformedQuery(error.description)
         }
         let (sql, arguments) = try QueryTranslator.idQuery(for: query)
+        if query.fields == [.count] {
+            // `SELECT COUNT() FROM …`: the count in totalSize, no records, no locator.
+            let count = try storage.read { db in
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM (\(sql))", arguments: arguments) ?? 0
+            }
+            return Page(
+                body: ["totalSize": .int(Int64(count)), "done": true, "records": []], type: query.object,
+                count: 0)
+        }
         let ids = try storage.read { db in try Int64.fetchAll(db, sql: sql, arguments: arguments) }
         let cursor = Cursor(
             type: query.object, fields: query.fields, ids: ids, batchSize: batchSize, lastUsed: 0,
