@@ -17,7 +17,7 @@ extension SyncManager {
         let created = try await createSync(
             type: .syncDown, targetJSON: target.json, idField: target.idFieldName, options: options,
             soupName: soupName,
-            name: name, onUpdate: onUpdate)
+            name: name)
         return try await submit(created, onUpdate: onUpdate)
     }
 
@@ -31,7 +31,7 @@ extension SyncManager {
         let created = try await createSync(
             type: .syncUp, targetJSON: target.json, idField: target.idFieldName, options: options,
             soupName: soupName,
-            name: name, onUpdate: onUpdate)
+            name: name)
         return try await submit(created, onUpdate: onUpdate)
     }
 
@@ -44,7 +44,7 @@ extension SyncManager {
         try await createSync(
             type: .syncDown, targetJSON: target.json, idField: target.idFieldName, options: options,
             soupName: soupName,
-            name: name, onUpdate: nil)
+            name: name)
     }
 
     /// Creates a sync up without running it (status `new`).
@@ -55,7 +55,7 @@ extension SyncManager {
         try await createSync(
             type: .syncUp, targetJSON: target.json, idField: target.idFieldName, options: options,
             soupName: soupName,
-            name: name, onUpdate: nil)
+            name: name)
     }
 
     /// Runs a sync again: after `done` it fetches only what changed since `maxTimeStamp`; after
@@ -104,8 +104,7 @@ extension SyncManager {
 
     func createSync(
         type: SyncType, targetJSON: JSONObject, idField: String, options: SyncOptions, soupName: String,
-        name: String?,
-        onUpdate: SyncUpdateBlock?
+        name: String?
     ) async throws -> SyncState {
         if let name { try Names.validate(name, what: "sync name") }
         try Names.validate(soupName, what: "soup name")
@@ -119,7 +118,9 @@ extension SyncManager {
         }
         var created = fresh
         created.id = inserted.id
-        notify(created, onUpdate: onUpdate)
+        // Observers hear of the new sync; its listener does not (Mobile Sync's first callback is
+        // `running`).
+        notify(created, onUpdate: nil)
         return created
     }
 

@@ -16,6 +16,12 @@ extension SyncManager {
         let sorted = target.isSyncDownSortedByLatestModification()
         try checkpoint(state.id)
         var page = try await target.startFetch(maxTimeStamp: state.maxTimeStamp, inclusive: inclusive)
+        // Mobile Sync reports the now known size, at progress 0, before saving anything.
+        var sized = state
+        sized.totalSize = page.totalSize
+        sized.progress = 0
+        try await persist(sized, onUpdate: onUpdate)
+        state = sized
         var fetched = 0
         var newest = state.maxTimeStamp
         while true {
@@ -30,7 +36,9 @@ extension SyncManager {
             next.totalSize = page.totalSize
             if sorted { next.maxTimeStamp = pageNewest }
             let pageFetched = fetched + page.records.count
-            next.progress = next.totalSize > 0 ? min(100, pageFetched * 100 / next.totalSize) : 0
+            // As Mobile Sync: progress moves (and is reported) only below 100%; `done` says the rest.
+            let reportsProgress = pageFetched < next.totalSize
+            if reportsProgress { next.progress = pageFetched * 100 / next.totalSize }
             if advancesStateBeforeCommit { state = next }
             // Leaving the loop by a throw cancels (and awaits) this fetch.
             let current = page
@@ -39,7 +47,7 @@ extension SyncManager {
             state = next
             newest = pageNewest
             fetched = pageFetched
-            notify(state, onUpdate: onUpdate)
+            if reportsProgress { notify(state, onUpdate: onUpdate) }
             try checkpoint(state.id)
             guard let next = try await following else { break }
             page = next

@@ -27,12 +27,21 @@ extension SyncManager {
             let batch = Array(dirtyIds[start..<min(dirtyIds.count, start + max(1, target.batchSize))])
             start += batch.count
             try await syncUpBatch(batch, state: state, target: target)
+            let before = processed
             processed += batch.count
-            // Taken on only once persisted, like every state change.
+            // Mobile Sync reports each record's progress below 100% (`done` says the rest), so a
+            // batch reports one update per record, once its last progress is persisted.
+            let steps = (before + 1...processed).map { $0 * 100 / dirtyIds.count }.filter { $0 < 100 }
+            guard let last = steps.last else { continue }
             var next = state
-            next.progress = processed * 100 / max(1, dirtyIds.count)
-            try await persist(next, onUpdate: onUpdate)
+            next.progress = last
+            try await writeState(next)
             state = next
+            for progress in steps {
+                var step = next
+                step.progress = progress
+                notify(step, onUpdate: onUpdate)
+            }
         }
     }
 

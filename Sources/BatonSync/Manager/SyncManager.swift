@@ -165,6 +165,8 @@ public actor SyncManager {
     }
 
     func finishQueued(_ jobs: [Job]) async {
+        // As Mobile Sync's serial queue: the running sync reports `stopped` before the queued ones.
+        if let running = current?.task { _ = await running.value }
         for job in jobs { await finishWithoutRunning(job) }
         finishingQueued -= 1
         if current == nil { _ = machine.taskEnded(remaining: queue.count + finishingQueued) }
@@ -351,10 +353,15 @@ public actor SyncManager {
 
     /// Persists a state (fenced) and tells listeners.
     func persist(_ state: SyncState, onUpdate: SyncUpdateBlock?) async throws {
+        try await writeState(state)
+        notify(state, onUpdate: onUpdate)
+    }
+
+    /// Saves a sync's state, telling no one.
+    func writeState(_ state: SyncState) async throws {
         let row = state.row
         let access = writeAccess
         try await store.write(access) { try $0.updateSyncState(row) }
-        notify(state, onUpdate: onUpdate)
     }
 
     /// Writes a sync's state in a task of its own: a stop's cancellation does not reach it,
