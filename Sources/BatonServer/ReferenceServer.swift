@@ -26,11 +26,14 @@ public struct ReferenceServer: Sendable {
         public var dataPath: String?
         /// How long a query locator answers, its last page included (Salesforce: 15 minutes).
         public var locatorLifetime: Duration
+        /// The types and fields the server knows (``ServerSchema/standard`` unless extended).
+        public var schema: ServerSchema
 
         public init(
             host: String = "127.0.0.1", port: Int = 0, token: String, dataPath: String? = nil,
-            locatorLifetime: Duration = .seconds(15 * 60)
+            locatorLifetime: Duration = .seconds(15 * 60), schema: ServerSchema = .standard
         ) {
+            self.schema = schema
             self.host = host
             self.port = port
             self.token = token
@@ -50,7 +53,7 @@ public struct ReferenceServer: Sendable {
         self.configuration = configuration
         self.logger = logger
         do {
-            storage = try RecordStorage(path: configuration.dataPath)
+            storage = try RecordStorage(path: configuration.dataPath, schema: configuration.schema)
         } catch {
             throw SalesforceError(
                 status: 500, "STORAGE_UNAVAILABLE", "cannot open server data file: \(error)")
@@ -60,7 +63,7 @@ public struct ReferenceServer: Sendable {
     /// Seeds `count` records of `type` before or while serving (the `--seed` option).
     public func seed(type: String, count: Int, timeStamps: Int? = nil, bytes: Int = 0) throws {
         _ = try storage.seed(
-            type: try requireType(type), count: count, timeStamps: max(1, timeStamps ?? count), bytes: bytes,
+            type: type, count: count, timeStamps: max(1, timeStamps ?? count), bytes: bytes,
             template: [:])
     }
 

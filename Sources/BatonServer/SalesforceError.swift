@@ -42,6 +42,14 @@ public struct SalesforceError: Error, Sendable, Hashable {
         SalesforceError(status: 400, "JSON_PARSER_ERROR", message)
     }
 
+    /// An unknown field in a query or a field list, worded as Salesforce words it.
+    static func noSuchColumn(_ name: String, on object: String) -> SalesforceError {
+        SalesforceError(
+            status: 400, "INVALID_FIELD",
+            "No such column '\(name.prefix(80))' on entity '\(object)'. If you are attempting to use a custom field, be sure to append the '__c' after the custom field name. Please reference your WSDL or the describe call for the appropriate names.",
+            fields: [String(name.prefix(80))])
+    }
+
     static let invalidSession = SalesforceError(
         status: 401, "INVALID_SESSION_ID", "Session expired or invalid")
 

@@ -1,6 +1,7 @@
 import BatonJSON
 import BatonREST
 import BatonServer
+import Foundation
 import BatonTestSupport
 import Testing
 
@@ -119,8 +120,13 @@ struct SalesforceShapeTests {
                 try await client.send(
                     .GET, "\(client.apiPath)/sobjects/Account/\(id)?fields=name,Industry", idempotent: true
                 ).body.objectValue ?? [:]
-            #expect(Set(some.keys) == ["name", "Industry", "attributes"])
-            #expect(some["name"] == "Acme")
+            #expect(Set(some.keys) == ["Name", "Industry", "attributes"])
+            #expect(some["Name"] == "Acme")
+            #expect(
+                await errorCode {
+                    _ = try await client.send(
+                        .GET, "\(client.apiPath)/sobjects/Account/\(id)?fields=Name,Nope__c", idempotent: true)
+                } == "INVALID_FIELD")
         }
     }
 
@@ -136,5 +142,130 @@ struct SalesforceShapeTests {
                 await errorCode { _ = try await client.queryFirstPage("SELECT COUNT(), Id FROM Account") }
                     == "MALFORMED_QUERY")
         }
+    }
+
+    @Test("parent fields nest under the relationship with attributes; child subqueries nest as a query result")
+    func relationships() async throws {
+        try await withLiveServer { _, client in
+            let owner = try await client.create(type: "User", fields: ["Name": "Olga Owner", "Email": "o@x.org"])
+            let accounts = try await client.adminSeed(type: "Account", count: 2, fields: ["OwnerId": .string(owner)])
+            let unowned = try await client.create(type: "Account", fields: ["Name": "Nobody's"])
+            _ = try await client.create(type: "Contact", fields: ["LastName": "Zed", "AccountId": .string(accounts[0])])
+            _ = try await client.create(type: "Contact", fields: ["LastName": "Abe", "AccountId": .string(accounts[0])])
+            _ = try await client.create(type: "Contact", fields: ["LastName": "Solo"])
+
+            let page = try await client.queryFirstPage(
+                "SELECT Id, Owner.Name, (SELECT Id, LastName FROM Contacts ORDER BY LastName) FROM Account ORDER BY Name")
+            #expect(page.totalSize == 3)
+            let byId = Dictionary(uniqueKeysWithValues: page.records.map { ($0["Id"]?.stringValue ?? "", $0) })
+            let first = try #require(byId[accounts[0]])
+            #expect(Set(first.keys) == ["Id", "Owner", "Contacts"])  // the client keeps no top-level attributes
+            let ownerObject = JSONValue.object([
+                "attributes": ["type": "User", "url": .string("/services/data/v60.0/sobjects/User/\(owner)")],
+                "Name": "Olga Owner",
+            ])
+            #expect(first["Owner"] == ownerObject)
+            let contacts = try #require(first["Contacts"])
+            #expect(contacts.value(atPath: "totalSize") == 2)
+            #expect(contacts.value(atPath: "done") == true)
+            let children = contacts.value(atPath: "records")?.arrayValue ?? []
+            #expect(children.map { $0.value(atPath: "LastName") } == ["Abe", "Zed"])
+            #expect(children.first?.value(atPath: "attributes.type") == "Contact")
+            #expect(Set(children.first?.objectValue?.keys ?? [:].keys) == ["attributes", "Id", "LastName"])
+            // No children, and an empty lookup: null, as Salesforce answers.
+            #expect(byId[accounts[1]]?["Contacts"] == .null)
+            #expect(byId[unowned]?["Owner"] == .null)
+
+            // Two levels up, WHERE and ORDER BY through a relationship, and the type's own name.
+            let deep = try await client.queryFirstPage(
+                "SELECT LastName, Account.Name, Account.Owner.Email FROM Contact WHERE Account.Owner.Name = 'Olga Owner' ORDER BY Account.Name, LastName"
+            )
+            #expect(deep.records.map { $0["LastName"] } == ["Abe", "Zed"])
+            #expect(deep.records.first.map(JSONValue.object)?.value(atPath: "Account.Owner.Email") == "o@x.org")
+            #expect(deep.records.first.map(JSONValue.object)?.value(atPath: "Account.Name") == "Account 1")
+            #expect(deep.records.first.map(JSONValue.object)?.value(atPath: "Account.attributes.type") == "Account")
+            let own = try await client.queryFirstPage("SELECT Account.Name FROM Account WHERE Account.Name = 'Account 2'")
+            #expect(own.records.map { $0["Name"] } == ["Account 2"])
+        }
+    }
+
+    @Test("unknown names: INVALID_FIELD and INVALID_TYPE in queries, INVALID_FIELD and NOT_FOUND on writes")
+    func unknownNames() async throws {
+        try await withLiveServer { _, client in
+            let id = try await client.create(type: "Account", fields: ["Name": "Acme"])
+            let queries: [(String, String)] = [
+                ("SELECT Id, NoSuchField__c FROM Account", "INVALID_FIELD"),
+                ("SELECT Id FROM Account WHERE NoSuchField__c = 1", "INVALID_FIELD"),
+                ("SELECT Id FROM Account ORDER BY NoSuchField__c", "INVALID_FIELD"),
+                ("SELECT Id, Nobody.Name FROM Account", "INVALID_FIELD"),
+                ("SELECT Id, Owner.NoSuchField__c FROM Account", "INVALID_FIELD"),
+                ("SELECT Id, (SELECT Id, Nope__c FROM Contacts) FROM Account", "INVALID_FIELD"),
+                ("SELECT Id FROM NoSuchObject", "INVALID_TYPE"),
+                ("SELECT COUNT() FROM NoSuchObject", "INVALID_TYPE"),
+                ("SELECT Id, (SELECT Id FROM Nothings) FROM Account", "INVALID_TYPE"),
+                ("SELECT Id, (SELECT Id, (SELECT Id FROM Contacts) FROM Contacts) FROM Account", "MALFORMED_QUERY"),
+            ]
+            for (soql, expected) in queries {
+                let code = await errorCode { _ = try await client.queryFirstPage(soql) }
+                #expect(code == expected, "\(soql)")
+            }
+            let writes: [(String, () async throws -> Void)] = [
+                ("INVALID_FIELD", { _ = try await client.create(type: "Account", fields: ["Nope__c": "x"]) }),
+                ("INVALID_FIELD", { try await client.update(type: "Account", id: id, fields: ["Nope__c": "x"]) }),
+                ("NOT_FOUND", { _ = try await client.create(type: "NoSuchObject", fields: ["Name": "x"]) }),
+                ("NOT_FOUND", { _ = try await client.upsert(type: "Account", field: "Nope__c", value: "1", fields: [:]) }),
+                ("JSON_PARSER_ERROR", { _ = try await client.create(type: "Account", fields: ["NumberOfEmployees": "many"]) }),
+                ("INVALID_FIELD_FOR_INSERT_UPDATE", { _ = try await client.create(type: "Account", fields: ["CreatedDate": "2024-01-01T00:00:00Z"]) }),
+            ]
+            for (expected, write) in writes {
+                #expect(await errorCode(write) == expected)
+            }
+            let composite = try await client.compositeCreate(type: "NoSuchObject", records: [["Name": "x"]])
+            #expect(composite.first?.errorCode == "INVALID_TYPE")
+            // Names are case-insensitive and stored in their declared case.
+            let lower = try await client.create(type: "account", fields: ["name": "lower"])
+            let stored = try #require(try await client.get(type: "Account", id: lower))
+            #expect(stored["Name"] == "lower")
+        }
+    }
+
+    @Test("a schema from a file and from /admin/seed adds types, fields and relationships")
+    func schemaExtension() async throws {
+        let temp = try TemporaryDirectory()
+        let file = temp.path + "/schema.json"
+        try #"""
+        {"objects": [{"name": "Invoice__c", "fields": [
+            {"name": "Amount__c", "type": "currency"},
+            {"name": "Account__c", "type": "reference", "referenceTo": "Account",
+             "childRelationshipName": "Invoices__r"}]}]}
+        """#.write(toFile: file, atomically: true, encoding: .utf8)
+        let schema = try ServerSchema(contentsOfFile: file)
+        let server = try await ReferenceServer.start(.init(token: "t", schema: schema), logger: quietLogger())
+        let client = RESTClient(baseURL: server.url, token: "t", retry: .none)
+        do {
+            let account = try await client.create(type: "Account", fields: ["Name": "Acme"])
+            _ = try await client.create(
+                type: "Invoice__c", fields: ["Name": "INV-1", "Amount__c": 12.5, "Account__c": .string(account)])
+            let page = try await client.queryFirstPage(
+                "SELECT Name, (SELECT Amount__c FROM Invoices__r) FROM Account")
+            #expect(page.records.first.map(JSONValue.object)?.value(atPath: "Invoices__r.records")?.arrayValue?.first?.value(atPath: "Amount__c") == 12.5)
+            let invoice = try await client.queryFirstPage("SELECT Account__r.Name FROM Invoice__c")
+            #expect(invoice.records.first.map(JSONValue.object)?.value(atPath: "Account__r.Name") == "Acme")
+
+            // /admin/seed declares a new type with its template's fields, and takes a schema.
+            _ = try await client.adminSeed(
+                type: "Gadget__c", count: 3, fields: ["Color__c": "red"],
+                schema: ["objects": [["name": "Gadget__c", "fields": [["name": "Weight__c", "type": "double"]]]]])
+            let gadgets = try await client.queryFirstPage("SELECT Name, Color__c, Weight__c, Number__c FROM Gadget__c")
+            #expect(gadgets.totalSize == 3)
+            #expect(gadgets.records.first?["Color__c"] == "red")
+            #expect(gadgets.records.first?["Weight__c"] == .null)
+            #expect(await errorCode { _ = try await client.queryFirstPage("SELECT Size__c FROM Gadget__c") } == "INVALID_FIELD")
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+        #expect(throws: SalesforceError.self) { try ServerSchema(json: ["objects": [["name": "Bad", "fields": [["name": "X", "type": "blob"]]]]]) }
     }
 }

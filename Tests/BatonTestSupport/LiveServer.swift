@@ -1,4 +1,5 @@
 import BatonREST
+import BatonJSON
 import BatonServer
 import Logging
 
@@ -16,7 +17,8 @@ public func withLiveServer<T>(
     _ body: (RunningServer, RESTClient) async throws -> T
 ) async throws -> T {
     let server = try await ReferenceServer.start(
-        .init(token: "test-token-\(UInt32.random(in: 0...UInt32.max))"), logger: quietLogger("test.server"))
+        .init(token: "test-token-\(UInt32.random(in: 0...UInt32.max))", schema: testSchema),
+        logger: quietLogger("test.server"))
     let client = RESTClient(baseURL: server.url, token: server.token, timeout: timeout, retry: retry)
     do {
         let result = try await body(server, client)
@@ -27,3 +29,19 @@ public func withLiveServer<T>(
         throw error
     }
 }
+
+/// The built-in schema plus the custom fields the tests' org has: `Ext__c` (an external id
+/// besides Baton's) and `Industry__c` on Account and Contact.
+public let testSchema: ServerSchema = {
+    let custom: JSONValue = [
+        "objects": [
+            ["name": "Account", "fields": [["name": "Ext__c"], ["name": "Industry__c"]]],
+            ["name": "Contact", "fields": [["name": "Ext__c"], ["name": "Industry__c"]]],
+        ]
+    ]
+    do {
+        return try ServerSchema(json: custom)
+    } catch {
+        fatalError("the test schema is invalid: \(error)")
+    }
+}()

@@ -4,10 +4,13 @@ import NIOHTTP1
 /// The reference server's `/admin` routes: for tests, demos and chaos runs.
 extension RESTClient {
     /// Seeds `count` records of `type` with `timeStamps` distinct LastModifiedDates; returns the
-    /// ids when there are at most 1000.
+    /// ids when there are at most 1000. `schema` (`{"objects": [...]}`, as `baton serve --schema`
+    /// reads) declares types and fields first; a new type and the template's fields are declared
+    /// anyway.
     @discardableResult
     public func adminSeed(
-        type: String, count: Int, timeStamps: Int? = nil, bytes: Int = 0, fields: JSONObject = [:]
+        type: String, count: Int, timeStamps: Int? = nil, bytes: Int = 0, fields: JSONObject = [:],
+        schema: JSONValue? = nil
     )
         async throws -> [String]
     {
@@ -16,6 +19,7 @@ extension RESTClient {
         ]
         if let timeStamps { body["timeStamps"] = .int(Int64(timeStamps)) }
         if !fields.isEmpty { body["fields"] = .object(fields) }
+        if let schema { body["schema"] = schema }
         let reply = try await send(.POST, "/admin/seed", body: .object(body), idempotent: false)
         return reply.body.value(atPath: "ids")?.arrayValue?.compactMap(\.stringValue) ?? []
     }

@@ -13,12 +13,12 @@ struct AdminRoutes: Sendable {
         group.post("seed") { request, _ -> Response in
             var request = request
             let body = try await request.jsonObjectBody()
-            let type = try requireType(body["type"]?.stringValue ?? "")
+            let type = body["type"]?.stringValue ?? ""
             let count = try Self.count(body["count"], max: 5_000_000)
             let timeStamps = try body["timeStamps"].map { try Self.count($0, max: 5_000_000) } ?? count
             let bytes = try body["bytes"].map { try Self.count($0, max: 100_000) } ?? 0
             let template = body["fields"]?.objectValue ?? [:]
-            try RecordStorage.validateWritable(template)
+            if let schema = body["schema"] { try storage.extendSchema { try $0.merge(schema) } }
             let ids = try storage.seed(
                 type: type, count: count, timeStamps: max(1, timeStamps), bytes: bytes, template: template)
             var out: JSONObject = ["created": .int(Int64(ids.count))]
@@ -28,9 +28,8 @@ struct AdminRoutes: Sendable {
         group.post("touch") { request, _ -> Response in
             var request = request
             let body = try await request.jsonObjectBody()
-            let type = try requireType(body["type"]?.stringValue ?? "")
-            let fields = body["fields"]?.objectValue ?? [:]
-            try RecordStorage.validateWritable(fields)
+            let type = try storage.object(body["type"]?.stringValue ?? "").name
+            let fields = try storage.writable(body["fields"]?.objectValue ?? [:], type: type)
             let ids = try storage.touch(
                 type: type, ids: Self.ids(body), count: body["count"]?.intValue.map(Int.init), fields: fields)
             return .json(.ok, ["ids": .array(ids.map(JSONValue.string))])
@@ -38,7 +37,7 @@ struct AdminRoutes: Sendable {
         group.post("delete") { request, _ -> Response in
             var request = request
             let body = try await request.jsonObjectBody()
-            let type = try requireType(body["type"]?.stringValue ?? "")
+            let type = try storage.object(body["type"]?.stringValue ?? "").name
             let ids = try storage.deleteRecords(
                 type: type, ids: Self.ids(body), count: body["count"]?.intValue.map(Int.init))
             return .json(.ok, ["ids": .array(ids.map(JSONValue.string))])
@@ -46,7 +45,7 @@ struct AdminRoutes: Sendable {
         group.post("reset") { request, _ -> Response in
             var request = request
             let body = try await request.jsonObjectBody()
-            let type = try requireType(body["type"]?.stringValue ?? "")
+            let type = try storage.object(body["type"]?.stringValue ?? "").name
             let removed = try storage.write { db -> Int in
                 try db.execute(sql: "DELETE FROM records WHERE type = ?", arguments: [type])
                 let removed = db.changesCount
@@ -56,7 +55,7 @@ struct AdminRoutes: Sendable {
             return .json(.ok, ["deleted": .int(Int64(removed))])
         }
         group.get("records") { request, _ -> Response in
-            let type = try requireType(request.uri.queryParameters.get("type") ?? "")
+            let type = try storage.object(request.uri.queryParameters.get("type") ?? "").name
             let records = try storage.read { db in
                 try Row.fetchAll(
                     db, sql: "SELECT * FROM records WHERE type = ? ORDER BY id", arguments: [type]
@@ -101,8 +100,25 @@ struct AdminRoutes: Sendable {
 extension RecordStorage {
     /// Creates `count` records whose `LastModifiedDate`s take `timeStamps` distinct values
     /// (fewer values than records makes ties, also across page boundaries).
+    ///
+    /// A new type is declared, with `Number__c`, `Description` and the template's fields (typed by
+    /// their values), so what is seeded can be queried.
     func seed(type: String, count: Int, timeStamps: Int, bytes: Int, template: JSONObject) throws -> [String]
     {
+        guard RecordStorage.isTypeName(type) else { throw SalesforceError.notFound() }
+        try extendSchema { schema in
+            schema.declare(type: type)
+            let declared = schema.object(type)
+            var examples = template
+            examples["Number__c"] = examples["Number__c"] ?? .int(1)
+            examples["Description"] = examples["Description"] ?? .string("")
+            for (name, value) in examples where declared?.field(name) == nil {
+                guard RecordStorage.isFieldName(name) else { continue }
+                schema.declare(FieldDescription(name: name, type: .inferred(from: value)), on: type)
+            }
+        }
+        let template = try writable(template, type: type)
+        let type = try object(type).name
         let first = reserveTimeStamps(timeStamps)
         let padding = bytes > 0 ? String(repeating: "x", count: bytes) : nil
         return try write { db in

@@ -16,7 +16,7 @@ struct CompositeRoutes: Sendable {
             var request = request
             let (allOrNone, records) = try Self.batch(try await request.jsonObjectBody())
             return try await reply(allOrNone: allOrNone, count: records.count) { db, index in
-                let (type, fields) = try Self.typed(records[index])
+                let (type, fields) = try typed(records[index])
                 if fields["id"] != nil || fields["Id"] != nil {
                     throw SalesforceError(
                         status: 400, "INVALID_FIELD", "cannot specify Id in an insert call",
@@ -32,7 +32,7 @@ struct CompositeRoutes: Sendable {
             var request = request
             let (allOrNone, records) = try Self.batch(try await request.jsonObjectBody())
             return try await reply(allOrNone: allOrNone, count: records.count) { db, index in
-                var (type, fields) = try Self.typed(records[index])
+                var (type, fields) = try typed(records[index])
                 guard
                     let id = (fields.removeValue(forKey: "id") ?? fields.removeValue(forKey: "Id"))?
                         .stringValue
@@ -59,11 +59,11 @@ struct CompositeRoutes: Sendable {
         }
         group.patch("composite/sobjects/:type/:field") { request, context -> Response in
             var request = request
-            let type = try requireType(try context.parameters.require("type"))
+            let type = try storage.object(try context.parameters.require("type")).name
             let field = try context.parameters.require("field")
             let (allOrNone, records) = try Self.batch(try await request.jsonObjectBody())
             return try await reply(allOrNone: allOrNone, count: records.count) { db, index in
-                let (recordType, fields) = try Self.typed(records[index], default: type)
+                let (recordType, fields) = try typed(records[index], default: type)
                 guard recordType == type else {
                     throw SalesforceError(
                         status: 400, "INVALID_TYPE", "record type does not match the URL")
@@ -147,13 +147,15 @@ struct CompositeRoutes: Sendable {
     }
 
     /// The record's type (from `attributes.type`) and its fields.
-    static func typed(_ record: JSONObject, default defaultType: String? = nil) throws -> (String, JSONObject)
-    {
+    func typed(_ record: JSONObject, default defaultType: String? = nil) throws -> (String, JSONObject) {
         guard let type = record["attributes"]?.value(atPath: "type")?.stringValue ?? defaultType else {
             throw SalesforceError(status: 400, "INVALID_TYPE", "each record needs attributes.type")
         }
         var fields = record
         fields["attributes"] = nil
-        return (try requireType(type), fields)
+        guard let object = storage.schema.object(type) else {
+            throw SalesforceError(status: 400, "INVALID_TYPE", "sObject type '\(type.prefix(80))' is not supported")
+        }
+        return (object.name, fields)
     }
 }

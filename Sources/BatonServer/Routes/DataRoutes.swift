@@ -33,7 +33,7 @@ struct DataRoutes: Sendable {
         }
         group.post("sobjects/:type") { request, context -> Response in
             var request = request
-            let type = try requireType(try context.parameters.require("type"))
+            let type = try storage.object(try context.parameters.require("type")).name
             let body = try await request.jsonObjectBody()
             return try await withFaults(isWrite: true) {
                 let id = try storage.write { db in
@@ -43,7 +43,7 @@ struct DataRoutes: Sendable {
             }
         }
         group.get("sobjects/:type/:id") { request, context -> Response in
-            let type = try requireType(try context.parameters.require("type"))
+            let type = try storage.object(try context.parameters.require("type")).name
             let id = try context.parameters.require("id")
             return try await withFaults(isWrite: false) {
                 let record = try storage.read { db in
@@ -57,7 +57,7 @@ struct DataRoutes: Sendable {
         }
         // By external id: the field sits in the `id` slot (one parameter name per position).
         group.get("sobjects/:type/:id/:value") { request, context -> Response in
-            let type = try requireType(try context.parameters.require("type"))
+            let type = try storage.object(try context.parameters.require("type")).name
             let field = try context.parameters.require("id")
             let value = try context.parameters.require("value").removingPercentEncoding ?? ""
             return try await withFaults(isWrite: false) {
@@ -72,7 +72,7 @@ struct DataRoutes: Sendable {
         }
         group.patch("sobjects/:type/:id") { request, context -> Response in
             var request = request
-            let type = try requireType(try context.parameters.require("type"))
+            let type = try storage.object(try context.parameters.require("type")).name
             let id = try context.parameters.require("id")
             let body = try await request.jsonObjectBody()
             return try await withFaults(isWrite: true) {
@@ -83,7 +83,7 @@ struct DataRoutes: Sendable {
             }
         }
         group.delete("sobjects/:type/:id") { _, context -> Response in
-            let type = try requireType(try context.parameters.require("type"))
+            let type = try storage.object(try context.parameters.require("type")).name
             let id = try context.parameters.require("id")
             return try await withFaults(isWrite: true) {
                 try storage.write { db in try storage.delete(db, type: type, id: id) }
@@ -94,7 +94,7 @@ struct DataRoutes: Sendable {
         // in the `id` slot here.
         group.patch("sobjects/:type/:id/:value") { request, context -> Response in
             var request = request
-            let type = try requireType(try context.parameters.require("type"))
+            let type = try storage.object(try context.parameters.require("type")).name
             let field = try context.parameters.require("id")
             let value = try context.parameters.require("value").removingPercentEncoding ?? ""
             let body = try await request.jsonObjectBody()
@@ -110,21 +110,22 @@ struct DataRoutes: Sendable {
     }
 
     /// One record as `GET sobjects/TYPE/ID` answers it: with `attributes`, and only the fields
-    /// `?fields=A,B` names when given (case-insensitive, in that order).
+    /// `?fields=A,B` names when given (any case, answered in the declared case; an unknown one is
+    /// `INVALID_FIELD`).
     func recordResponse<Context: RequestContext>(
         _ record: JSONObject, type: String, request: Request, context: Context
     ) throws -> Response {
         let id = record["Id"]?.stringValue ?? ""
         var out: JSONObject
         if let list = Self.formParameter("fields", in: request.uri.query), !list.isEmpty {
-            let names = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            guard names.allSatisfy(RecordStorage.isFieldName) else {
-                throw SalesforceError(status: 400, "INVALID_FIELD", "invalid field list '\(list.prefix(80))'")
-            }
-            var lowered: [String: JSONValue] = [:]
-            for (key, value) in record { lowered[key.lowercased()] = value }
+            let object = try storage.object(type)
             out = [:]
-            for name in names { out[name] = lowered[name.lowercased()] ?? .null }
+            for name in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+                guard let field = object.field(name) else {
+                    throw SalesforceError.noSuchColumn(name, on: object.name)
+                }
+                out[field.name] = Projector.value(field.name, in: record) ?? .null
+            }
         } else {
             out = record
         }

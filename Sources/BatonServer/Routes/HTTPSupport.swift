@@ -80,11 +80,3 @@ struct APIMiddleware<Context: RequestContext>: RouterMiddleware {
         }
     }
 }
-
-/// Names checked before they reach SQL.
-func requireType(_ type: String) throws -> String {
-    guard RecordStorage.isTypeName(type) else {
-        throw SalesforceError(status: 404, "NOT_FOUND", "The requested resource does not exist")
-    }
-    return type
-}

@@ -8,8 +8,7 @@ import Synchronization
 /// records, so a page never holds more than `batchSize` records in memory.
 final class QueryEngine: Sendable {
     struct Cursor: Sendable {
-        var type: String
-        var fields: [SelectItem]
+        var query: ResolvedQuery
         /// Row ids (SQLite's `rowid`, read from the covering time-stamp index), cheaper to list
         /// and keep than the 18-character record ids.
         var ids: [Int64]
@@ -50,20 +49,22 @@ final class QueryEngine: Sendable {
         } catch let error as SOQLError {
             throw SalesforceError.malformedQuery(error.description)
         }
-        let (sql, arguments) = try QueryTranslator.idQuery(for: query)
-        if query.fields == [.count] {
+        let schema = storage.schema
+        let resolved = try schema.resolve(query)
+        let (sql, arguments) = try QueryTranslator(schema: schema).idQuery(for: resolved)
+        if resolved.isCount {
             // `SELECT COUNT() FROM …`: the count in totalSize, no records, no locator.
             let count = try storage.read { db in
                 try Int.fetchOne(db, sql: "SELECT count(*) FROM (\(sql))", arguments: arguments) ?? 0
             }
             return Page(
-                body: ["totalSize": .int(Int64(count)), "done": true, "records": []], type: query.object,
+                body: ["totalSize": .int(Int64(count)), "done": true, "records": []], type: resolved.object.name,
                 count: 0)
         }
         let ids = try storage.read { db in try Int64.fetchAll(db, sql: sql, arguments: arguments) }
         let cursor = Cursor(
-            type: query.object, fields: query.fields, ids: ids, batchSize: batchSize, lastUsed: 0,
-            apiPath: apiPath, expires: .now + locatorLifetime)
+            query: resolved, ids: ids, batchSize: batchSize, lastUsed: 0, apiPath: apiPath,
+            expires: .now + locatorLifetime)
         let locator = remember(cursor)
         return try page(cursor, locator: locator, offset: 0)
     }
@@ -111,29 +112,24 @@ final class QueryEngine: Sendable {
     private func page(_ cursor: Cursor, locator: String, offset: Int) throws -> Page {
         let end = min(cursor.ids.count, offset + cursor.batchSize)
         let pageIds = Array(cursor.ids[offset..<end])
-        let rows = try storage.read { db -> [Int64: Row] in
-            guard !pageIds.isEmpty else { return [:] }
-            var byId: [Int64: Row] = [:]
-            let placeholders = Array(repeating: "?", count: pageIds.count).joined(separator: ",")
-            for row in try Row.fetchAll(
-                db,
-                sql: "SELECT rowid AS _rowid, * FROM records WHERE type = ? AND rowid IN (\(placeholders))",
-                arguments: StatementArguments([cursor.type]) + StatementArguments(pageIds))
-            {
-                byId[row["_rowid"]] = row
-            }
-            return byId
-        }
+        let type = cursor.query.object.name
+        let rows = try storage.read { db in try Self.rows(db, type: type, rowIds: pageIds) }
+        let projector = Projector(schema: storage.schema, apiPath: cursor.apiPath)
         var records: [JSONValue] = []
         records.reserveCapacity(pageIds.count)
-        for id in pageIds {
-            // A record deleted since the query started is skipped, as the API does.
-            guard let row = rows[id] else { continue }
-            records.append(
-                .object(
-                    try Self.project(
-                        try RecordStorage.fullRecord(row), type: cursor.type, fields: cursor.fields,
-                        apiPath: cursor.apiPath)))
+        // A record deleted since the query started is skipped, as the API does.
+        let found = try pageIds.compactMap { id in try rows[id].map(RecordStorage.fullRecord) }
+        if cursor.query.readsRelated {
+            try storage.read { db in
+                let related = RelatedRecords(db: db, projector: projector)
+                for record in found {
+                    records.append(.object(try projector.project(record, cursor.query, related: related)))
+                }
+            }
+        } else {
+            for record in found {
+                records.append(.object(try projector.project(record, cursor.query, related: nil)))
+            }
         }
         let done = end >= cursor.ids.count
         var page: JSONObject = [
@@ -142,34 +138,21 @@ final class QueryEngine: Sendable {
         // The locator stays until it expires, the last page included: a client that lost the
         // answer to a page asks for it again.
         if !done { page["nextRecordsUrl"] = .string("\(cursor.apiPath)/query/\(locator)-\(end)") }
-        return Page(body: .object(page), type: cursor.type, count: records.count)
+        return Page(body: .object(page), type: type, count: records.count)
     }
 
-    /// The selected fields of a record (case-insensitive; unknown fields read as null).
-    static func project(
-        _ record: JSONObject, type: String, fields: [SelectItem], apiPath: String = "/services/data/v60.0"
-    ) throws -> JSONObject {
-        var lowered: [String: JSONValue] = [:]
-        for (key, value) in record { lowered[key.lowercased()] = value }
-        var out: JSONObject = [
-            "attributes": .object([
-                "type": .string(type),
-                "url": .string("\(apiPath)/sobjects/\(type)/\(record["Id"]?.stringValue ?? "")"),
-            ])
-        ]
-        for item in fields {
-            guard case .field(let name) = item else { continue }
-            let components = name.split(separator: ".").map { $0.lowercased() }
-            var value: JSONValue? = lowered[components[0]]
-            for component in components.dropFirst() {
-                guard case .object(let nested) = value ?? .null else {
-                    value = nil
-                    break
-                }
-                value = nested.first { $0.key.lowercased() == component }?.value
-            }
-            out[name] = value ?? .null
+    /// The rows of `type` with these row ids, by row id.
+    static func rows(_ db: Database, type: String, rowIds: [Int64]) throws -> [Int64: Row] {
+        guard !rowIds.isEmpty else { return [:] }
+        var byId: [Int64: Row] = [:]
+        let placeholders = Array(repeating: "?", count: rowIds.count).joined(separator: ",")
+        for row in try Row.fetchAll(
+            db,
+            sql: "SELECT rowid AS _rowid, * FROM records WHERE type = ? AND rowid IN (\(placeholders))",
+            arguments: StatementArguments([type]) + StatementArguments(rowIds))
+        {
+            byId[row["_rowid"]] = row
         }
-        return out
+        return byId
     }
 }

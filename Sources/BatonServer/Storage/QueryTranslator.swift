@@ -1,26 +1,34 @@
 import GRDB
 import SOQL
 
-/// Translates a parsed SOQL query into SQL over the `records` table, so WHERE, ORDER BY, LIMIT
-/// and OFFSET run in SQLite (on the time-stamp index where they can).
+/// Translates a resolved SOQL query into SQL over the `records` table, so WHERE, ORDER BY,
+/// LIMIT and OFFSET run in SQLite (on the time-stamp index where they can). A relationship path
+/// (`Account.Name`) becomes a subselect of the parent record.
 struct QueryTranslator {
-    /// The SQL that selects the row ids of the matching records in order, and its arguments.
-    static func idQuery(for query: SOQLQuery) throws -> (sql: String, arguments: StatementArguments) {
-        guard RecordStorage.isTypeName(query.object) else {
-            throw SalesforceError(
-                status: 400, "INVALID_TYPE", "sObject type '\(query.object.prefix(80))' is not supported")
+    let schema: ServerSchema
+
+    /// The SQL that selects the row ids of the matching records in order, and its arguments;
+    /// for a child subquery, only the children of `parentId` through `lookup`.
+    func idQuery(for resolved: ResolvedQuery, childOf link: (lookup: FieldDescription, parentId: String)? = nil)
+        throws -> (sql: String, arguments: StatementArguments)
+    {
+        let query = resolved.query
+        let object = resolved.object
+        var arguments = StatementArguments([object.name])
+        var sql = "SELECT r0.rowid FROM records r0 WHERE r0.type = ?"
+        if let link {
+            sql += " AND \(Self.column(link.lookup, alias: "r0")) = ?"
+            arguments += [link.parentId]
         }
-        var arguments = StatementArguments([query.object])
-        var sql = "SELECT rowid FROM records WHERE type = ?"
         if let condition = query.condition {
-            sql += " AND (\(try translate(condition, &arguments)))"
+            sql += " AND (\(try translate(condition, on: object, &arguments)))"
         }
-        var keys = query.orderBy.map { item -> String in
-            var key = column(item.field) + (item.ascending ? " ASC" : " DESC")
+        var keys = try query.orderBy.map { item -> String in
+            var key = try column(item.field, on: object).sql + (item.ascending ? " ASC" : " DESC")
             if let nullsFirst = item.nullsFirst { key += nullsFirst ? " NULLS FIRST" : " NULLS LAST" }
             return key
         }
-        keys.append("id ASC")
+        keys.append("r0.id ASC")
         sql += " ORDER BY " + keys.joined(separator: ", ")
         if let limit = query.limit {
             sql += " LIMIT \(limit)"
@@ -31,14 +39,34 @@ struct QueryTranslator {
         return (sql, arguments)
     }
 
-    /// The SQL expression for a field: a column for server-managed fields, JSON otherwise.
-    static func column(_ field: String) -> String {
-        switch field.lowercased() {
-        case "id": return "id"
-        case "lastmodifieddate": return "lastModified"
-        case "systemmodstamp": return "systemModstamp"
-        case "createddate": return "created"
-        default: return "json_extract(fields, '$.\(field)')"
+    /// The SQL expression for a field path on `object` (the outermost alias `r0`) and the field
+    /// it ends on.
+    func column(_ path: String, on object: ObjectDescription) throws -> (sql: String, field: FieldDescription) {
+        let (item, field) = try schema.resolve(path: path, on: object)
+        return (Self.expression(item, alias: "r0", depth: 0), field)
+    }
+
+    private static func expression(_ item: ResolvedItem, alias: String, depth: Int) -> String {
+        switch item {
+        case .field(let field):
+            return column(field, alias: alias)
+        case .parent(let lookup, _, let inner):
+            let parent = "r\(depth + 1)"
+            return
+                "(SELECT \(expression(inner, alias: parent, depth: depth + 1)) FROM records \(parent) WHERE \(parent).id = \(column(lookup, alias: alias)))"
+        case .children:
+            return "NULL"
+        }
+    }
+
+    /// A field of the record at `alias`: a column for server-managed fields, JSON otherwise.
+    static func column(_ field: FieldDescription, alias: String) -> String {
+        switch field.name.lowercased() {
+        case "id": return "\(alias).id"
+        case "lastmodifieddate": return "\(alias).lastModified"
+        case "systemmodstamp": return "\(alias).systemModstamp"
+        case "createddate": return "\(alias).created"
+        default: return "json_extract(\(alias).fields, '$.\(field.name)')"
         }
     }
 
@@ -46,17 +74,19 @@ struct QueryTranslator {
         ["lastmodifieddate", "systemmodstamp", "createddate"].contains(field.lowercased())
     }
 
-    static func translate(_ condition: Condition, _ arguments: inout StatementArguments) throws -> String {
+    func translate(_ condition: Condition, on object: ObjectDescription, _ arguments: inout StatementArguments)
+        throws -> String
+    {
         switch condition {
         case .and(let left, let right):
-            return "(\(try translate(left, &arguments))) AND (\(try translate(right, &arguments)))"
+            return "(\(try translate(left, on: object, &arguments))) AND (\(try translate(right, on: object, &arguments)))"
         case .or(let left, let right):
-            return "(\(try translate(left, &arguments))) OR (\(try translate(right, &arguments)))"
+            return "(\(try translate(left, on: object, &arguments))) OR (\(try translate(right, on: object, &arguments)))"
         case .not(let inner):
-            return "NOT (\(try translate(inner, &arguments)))"
+            return "NOT (\(try translate(inner, on: object, &arguments)))"
         case .comparison(let field, let op, let literal):
-            let expression = column(field)
-            let value = try databaseValue(literal, field: field)
+            let (expression, described) = try column(field, on: object)
+            let value = try Self.databaseValue(literal, field: described.name)
             if value.isNull {
                 switch op {
                 case .equal: return "\(expression) IS NULL"
@@ -74,10 +104,10 @@ struct QueryTranslator {
                 throw SalesforceError.malformedQuery("LIKE needs a string pattern")
             }
             arguments += [text]
-            return "\(column(field)) \(negated ? "NOT LIKE" : "LIKE") ? ESCAPE '\\'"
+            return "\(try column(field, on: object).sql) \(negated ? "NOT LIKE" : "LIKE") ? ESCAPE '\\'"
         case .isIn(let field, let values, let negated):
-            let expression = column(field)
-            for value in values { arguments += [try databaseValue(value, field: field)] }
+            let (expression, described) = try column(field, on: object)
+            for value in values { arguments += [try Self.databaseValue(value, field: described.name)] }
             let list = Array(repeating: "?", count: values.count).joined(separator: ", ")
             return "\(expression) \(negated ? "NOT IN" : "IN") (\(list))"
         }

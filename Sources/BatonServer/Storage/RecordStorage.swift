@@ -11,10 +11,11 @@ final class RecordStorage: Sendable {
     /// The last time stamp handed out, so every write gets a strictly later one than the last.
     private let lastTimeStamp = Mutex<Int64>(0)
 
-    /// Fields the server owns; writing them is `INVALID_FIELD_FOR_INSERT_UPDATE`.
-    static let managedFields: Set<String> = ["id", "lastmodifieddate", "systemmodstamp", "createddate"]
+    /// The types and fields the server knows; queries and writes are checked against it.
+    private let schemaState: Mutex<ServerSchema>
 
-    init(path: String?) throws {
+    init(path: String?, schema: ServerSchema = .standard) throws {
+        schemaState = Mutex(schema)
         var configuration = Configuration()
         configuration.label = "baton.server"
         queue =
@@ -79,17 +80,50 @@ final class RecordStorage: Sendable {
         }
     }
 
-    // MARK: - Single-record operations (inside a transaction)
+    // MARK: - Schema
 
-    static func validateWritable(_ fields: JSONObject) throws {
-        for key in fields.keys where managedFields.contains(key.lowercased()) {
-            throw SalesforceError.serverManaged(key)
-        }
-        for key in fields.keys where !isFieldName(key) {
-            throw SalesforceError(
-                status: 400, "INVALID_FIELD", "No such column '\(key.prefix(80))' on entity", fields: [key])
-        }
+    /// The schema as it is now.
+    var schema: ServerSchema { schemaState.withLock { $0 } }
+
+    /// Changes the schema (the admin API declares types and fields).
+    func extendSchema(_ change: (inout ServerSchema) throws -> Void) rethrows {
+        try schemaState.withLock { try change(&$0) }
     }
+
+    /// The declared type named `name` (any case); `404 NOT_FOUND` otherwise, as Salesforce
+    /// answers a URL naming an unknown sObject type.
+    func object(_ name: String) throws -> ObjectDescription {
+        guard let object = schema.object(name) else { throw SalesforceError.notFound() }
+        return object
+    }
+
+    /// `fields` checked against `type`'s declaration and keyed by the canonical names: an unknown
+    /// field is `INVALID_FIELD`, a server-managed one `INVALID_FIELD_FOR_INSERT_UPDATE`, a value
+    /// of the wrong kind `JSON_PARSER_ERROR`.
+    func writable(_ fields: JSONObject, type: String) throws -> JSONObject {
+        try Self.writable(fields, for: try object(type))
+    }
+
+    static func writable(_ fields: JSONObject, for object: ObjectDescription) throws -> JSONObject {
+        var out = JSONObject(minimumCapacity: fields.count)
+        for (key, value) in fields {
+            guard let field = object.field(key) else {
+                throw SalesforceError(
+                    status: 400, "INVALID_FIELD", "No such column '\(key.prefix(80))' on sobject of type \(object.name)",
+                    fields: [key])
+            }
+            if field.serverManaged { throw SalesforceError.serverManaged(field.name) }
+            guard field.type.accepts(value) else {
+                throw SalesforceError.badRequest(
+                    "Cannot deserialize instance of \(field.type.rawValue) from \(value.kindName) value for field \(field.name)"
+                )
+            }
+            out[field.name] = value
+        }
+        return out
+    }
+
+    // MARK: - Single-record operations (inside a transaction)
 
     static func isFieldName(_ name: String) -> Bool {
         guard let first = name.utf8.first, name.utf8.count <= 80 else { return false }
@@ -115,7 +149,9 @@ final class RecordStorage: Sendable {
 
     /// Creates a record; returns its new id.
     func create(_ db: Database, type: String, fields: JSONObject) throws -> String {
-        try Self.validateWritable(fields)
+        let object = try object(type)
+        let fields = try Self.writable(fields, for: object)
+        let type = object.name
         let id = try nextId(db, type: type)
         let stamp = nextTimeStamp()
         try db.execute(
@@ -127,7 +163,9 @@ final class RecordStorage: Sendable {
 
     /// Merges `fields` into an existing record and bumps its time stamps.
     func update(_ db: Database, type: String, id: String, fields: JSONObject) throws {
-        try Self.validateWritable(fields)
+        let object = try object(type)
+        let fields = try Self.writable(fields, for: object)
+        let type = object.name
         guard let current = try storedFields(db, type: type, id: id) else {
             throw try missing(db, id: id)
         }
@@ -143,13 +181,7 @@ final class RecordStorage: Sendable {
     func upsert(_ db: Database, type: String, field: String, value: String, fields: JSONObject) throws -> (
         id: String, created: Bool
     ) {
-        guard Self.isFieldName(field),
-            !Self.managedFields.contains(field.lowercased()) || field.lowercased() == "id"
-        else {
-            throw SalesforceError(
-                status: 400, "INVALID_FIELD", "Field \(field.prefix(80)) is not an external id",
-                fields: [field])
-        }
+        let field = try externalIdField(field, of: type)
         var body = fields
         if let given = body[field], given.stringValue != value {
             throw SalesforceError(
@@ -199,11 +231,8 @@ final class RecordStorage: Sendable {
     /// The id of the one `type` record whose `field` is `value`; nil when none, `MULTIPLE_CHOICES`
     /// when several.
     func id(_ db: Database, type: String, field: String, value: String) throws -> String? {
-        guard Self.isFieldName(field) else {
-            throw SalesforceError(
-                status: 400, "INVALID_FIELD", "No such column '\(field.prefix(80))' on entity '\(type)'",
-                fields: [field])
-        }
+        let field = try externalIdField(field, of: type)
+        let type = try object(type).name
         if field.lowercased() == "id" {
             return try String.fetchOne(
                 db, sql: "SELECT id FROM records WHERE id = ? AND type = ?", arguments: [value, type])
@@ -218,6 +247,18 @@ final class RecordStorage: Sendable {
                 status: 300, "MULTIPLE_CHOICES", "More than one record has this external id", fields: [field])
         }
         return existing.first
+    }
+
+    /// The canonical name of a field that can identify a record of `type` (`Id`, or a text
+    /// field); `404 NOT_FOUND` as Salesforce answers an unknown external id field.
+    func externalIdField(_ name: String, of type: String) throws -> String {
+        guard let field = try object(type).field(name),
+            field.name == "Id" || (!field.serverManaged && field.type != .reference)
+        else {
+            throw SalesforceError.notFound(
+                "Provided external ID field does not exist or is not accessible: \(name.prefix(80))")
+        }
+        return field.name
     }
 
     func storedFields(_ db: Database, type: String, id: String) throws -> JSONObject? {

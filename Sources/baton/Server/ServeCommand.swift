@@ -11,6 +11,8 @@ struct ServeCommand: AsyncParsableCommand {
             Serves /services/data/vNN.0 for every version v31.0-v62.0, listed at /services/data/ \
             (query, sobjects, composite/sobjects), and /admin (seed, touch, delete, stats, faults), \
             with bearer-token auth. Stops on Ctrl-C or SIGTERM.
+
+            The server knows User, Account, Contact and Opportunity with their usual fields and             relationships; unknown types and fields answer INVALID_TYPE / INVALID_FIELD as             Salesforce does. --schema FILE adds types and fields:             {"objects": [{"name": "Invoice__c", "fields": [{"name": "Amount__c", "type": "currency"},             {"name": "Account__c", "type": "reference", "referenceTo": "Account",             "childRelationshipName": "Invoices__r"}]}]}. --seed declares a new type it names.
             """
     )
 
@@ -22,6 +24,8 @@ struct ServeCommand: AsyncParsableCommand {
         help: "Seed records as TYPE=COUNT[:TIMESTAMPS] (fewer time stamps than records makes ties).")
     var seeds: [String] = []
     @Option(help: "SQLite file for the server's records; in memory when omitted.") var data: String?
+    @Option(help: "JSON file of sObject types and fields to add to the built-in schema (see above).")
+    var schema: String?
     @Flag(help: "Print {\"url\",\"token\"} as the first stdout line.") var json = false
 
     func validate() throws {
@@ -35,9 +39,15 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let token = self.token ?? Self.generateToken()
         let server: ReferenceServer
+        let known: ServerSchema
+        do {
+            known = try schema.map { try ServerSchema(contentsOfFile: $0) } ?? .standard
+        } catch let error as SalesforceError {
+            throw CLIError(message: "--schema: \(error.message)")
+        }
         do {
             server = try ReferenceServer(
-                configuration: .init(host: host, port: port, token: token, dataPath: data),
+                configuration: .init(host: host, port: port, token: token, dataPath: data, schema: known),
                 logger: Logger(label: "baton.serve"))
             for seed in try seeds.map(Seed.init(parsing:)) {
                 try server.seed(type: seed.type, count: seed.count, timeStamps: seed.timeStamps)

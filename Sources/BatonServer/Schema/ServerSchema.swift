@@ -1,0 +1,320 @@
+import BatonJSON
+import Foundation
+
+/// A field's data type, as `describe` names it.
+public enum FieldType: String, Sendable, Hashable, CaseIterable {
+    case id, string, textarea, picklist, email, phone, url
+    case int, double, currency, percent
+    case boolean, date, datetime
+    /// A lookup: the id of a record of ``FieldDescription/referenceTo``.
+    case reference
+
+    /// Whether a JSON value may be written to a field of this type (null always may).
+    func accepts(_ value: JSONValue) -> Bool {
+        switch value {
+        case .null: return true
+        case .string: return ![.int, .double, .currency, .percent, .boolean].contains(self)
+        case .int, .double: return [.int, .double, .currency, .percent].contains(self)
+        case .bool: return self == .boolean
+        case .array, .object: return false
+        }
+    }
+
+    /// The type a seeded or written value suggests, for fields declared by example.
+    static func inferred(from value: JSONValue) -> FieldType {
+        switch value {
+        case .int, .double: return .double
+        case .bool: return .boolean
+        default: return .string
+        }
+    }
+}
+
+/// One field of an sObject type.
+public struct FieldDescription: Sendable, Hashable {
+    /// The API name, in its canonical case (`AccountId`).
+    public var name: String
+    public var type: FieldType
+    /// For a lookup: the parent type (`Account`).
+    public var referenceTo: String?
+    /// For a lookup: the name that reaches the parent in a query (`Account` for `AccountId`,
+    /// `Owner` for `OwnerId`, `Parent__r` for `Parent__c`).
+    public var relationshipName: String?
+    /// For a lookup: the name under which the parent's queries reach the children (`Contacts`).
+    public var childRelationshipName: String?
+    /// Kept by the server (`Id`, the time stamps): never written by a client.
+    public var serverManaged: Bool
+
+    public init(
+        name: String, type: FieldType, referenceTo: String? = nil, relationshipName: String? = nil,
+        childRelationshipName: String? = nil, serverManaged: Bool = false
+    ) {
+        self.name = name
+        self.type = type
+        self.referenceTo = referenceTo
+        self.relationshipName = relationshipName
+        self.childRelationshipName = childRelationshipName
+        self.serverManaged = serverManaged
+    }
+}
+
+/// One sObject type: its name and fields, looked up case-insensitively as Salesforce does.
+public struct ObjectDescription: Sendable, Hashable {
+    public private(set) var name: String
+    public private(set) var fields: [FieldDescription] = []
+    private var byName: [String: Int] = [:]
+    private var byRelationship: [String: Int] = [:]
+
+    /// A type with the fields every type has: `Id`, `Name`, the time stamps, `OwnerId` (the
+    /// `Owner` relationship to `User`) and Baton's external id for creates.
+    init(name: String) {
+        self.name = name
+        add(.init(name: "Id", type: .id, serverManaged: true))
+        add(.init(name: "Name", type: .string))
+        add(.init(name: "CreatedDate", type: .datetime, serverManaged: true))
+        add(.init(name: "LastModifiedDate", type: .datetime, serverManaged: true))
+        add(.init(name: "SystemModstamp", type: .datetime, serverManaged: true))
+        add(.init(name: "OwnerId", type: .reference, referenceTo: "User", relationshipName: "Owner"))
+        add(.init(name: ServerSchema.externalIdField, type: .string))
+    }
+
+    /// Adds a field, or replaces the one of that name.
+    mutating func add(_ field: FieldDescription) {
+        if let index = byName[field.name.lowercased()] {
+            if let old = fields[index].relationshipName { byRelationship[old.lowercased()] = nil }
+            fields[index] = field
+        } else {
+            byName[field.name.lowercased()] = fields.count
+            fields.append(field)
+        }
+        if let relationship = field.relationshipName {
+            byRelationship[relationship.lowercased()] = byName[field.name.lowercased()]
+        }
+    }
+
+    /// The field named `name`, in any case.
+    public func field(_ name: String) -> FieldDescription? {
+        byName[name.lowercased()].map { fields[$0] }
+    }
+
+    /// The lookup field whose relationship is `name` (`Owner` → `OwnerId`).
+    public func lookup(relationship name: String) -> FieldDescription? {
+        byRelationship[name.lowercased()].map { fields[$0] }
+    }
+}
+
+/// What the reference server knows of an org's data model: each sObject type's fields, their
+/// types and relationships. Queries and writes are checked against it and answered as Salesforce
+/// answers unknown names (`INVALID_FIELD`, `INVALID_TYPE`, `NOT_FOUND`).
+///
+/// The built-in schema has `User`, `Account`, `Contact` and `Opportunity` with their usual
+/// fields, the `Contacts`, `Opportunities` and `ChildAccounts` child relationships of `Account`,
+/// and the custom fields Baton's tools use. A JSON file (`baton serve --schema FILE`) or an
+/// `/admin/seed` body adds types and fields:
+///
+/// ```json
+/// {"objects": [{"name": "Invoice__c", "fields": [
+///     {"name": "Amount__c", "type": "currency"},
+///     {"name": "Account__c", "type": "reference", "referenceTo": "Account",
+///      "relationshipName": "Account__r", "childRelationshipName": "Invoices__r"}]}]}
+/// ```
+public struct ServerSchema: Sendable, Hashable {
+    /// The external id field Baton's sync up creates records with; declared on every type.
+    public static let externalIdField = "BatonExternalId__c"
+
+    private var objects: [String: ObjectDescription] = [:]
+    /// Child relationships by parent type then relationship name (both lowercased): the child
+    /// type and its lookup field.
+    private var children: [String: [String: (type: String, field: String)]] = [:]
+
+    public static func == (lhs: ServerSchema, rhs: ServerSchema) -> Bool {
+        lhs.objects == rhs.objects
+    }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(objects) }
+
+    /// The type named `name`, in any case.
+    public func object(_ name: String) -> ObjectDescription? { objects[name.lowercased()] }
+
+    /// Every declared type, by name.
+    public var objectNames: [String] { objects.values.map(\.name).sorted() }
+
+    /// The child type and its lookup field reached from `parent` by `relationship` (`Contacts`).
+    public func child(_ relationship: String, of parent: String) -> (ObjectDescription, FieldDescription)? {
+        guard let entry = children[parent.lowercased()]?[relationship.lowercased()],
+            let type = object(entry.type), let field = type.field(entry.field)
+        else { return nil }
+        return (type, field)
+    }
+
+    /// Adds (or replaces) a field of `type`, declaring the type if it is new.
+    public mutating func declare(_ field: FieldDescription, on type: String) {
+        var object = objects[type.lowercased()] ?? ObjectDescription(name: type)
+        object.add(field)
+        objects[type.lowercased()] = object
+        indexChildren()
+    }
+
+    /// Declares a type with only the fields every type has, if it is not declared yet.
+    public mutating func declare(type: String) {
+        guard objects[type.lowercased()] == nil else { return }
+        objects[type.lowercased()] = ObjectDescription(name: type)
+    }
+
+    private mutating func indexChildren() {
+        children = [:]
+        for object in objects.values {
+            for field in object.fields {
+                guard let parent = field.referenceTo, let name = field.childRelationshipName else { continue }
+                children[parent.lowercased(), default: [:]][name.lowercased()] = (object.name, field.name)
+            }
+        }
+    }
+
+    /// The built-in schema: the standard objects the server seeds, with the usual fields.
+    public static let standard: ServerSchema = {
+        var schema = ServerSchema()
+        func add(_ type: String, _ fields: [FieldDescription]) {
+            schema.declare(type: type)
+            for field in fields { schema.declare(field, on: type) }
+        }
+        add(
+            "User",
+            [
+                .init(name: "FirstName", type: .string), .init(name: "LastName", type: .string),
+                .init(name: "Username", type: .string), .init(name: "Email", type: .email),
+                .init(name: "IsActive", type: .boolean),
+            ])
+        // The custom fields Baton's demo, chaos and bench write.
+        let custom: [FieldDescription] = [
+            .init(name: "Number__c", type: .double), .init(name: "Rating__c", type: .string),
+        ]
+        add(
+            "Account",
+            [
+                .init(name: "AccountNumber", type: .string), .init(name: "Type", type: .picklist),
+                .init(name: "Industry", type: .picklist), .init(name: "Rating", type: .picklist),
+                .init(name: "Phone", type: .phone), .init(name: "Website", type: .url),
+                .init(name: "Description", type: .textarea), .init(name: "AnnualRevenue", type: .currency),
+                .init(name: "NumberOfEmployees", type: .int), .init(name: "BillingStreet", type: .textarea),
+                .init(name: "BillingCity", type: .string), .init(name: "BillingState", type: .string),
+                .init(name: "BillingPostalCode", type: .string), .init(name: "BillingCountry", type: .string),
+                .init(
+                    name: "ParentId", type: .reference, referenceTo: "Account", relationshipName: "Parent",
+                    childRelationshipName: "ChildAccounts"),
+            ] + custom)
+        add(
+            "Contact",
+            [
+                .init(name: "FirstName", type: .string), .init(name: "LastName", type: .string),
+                .init(name: "Salutation", type: .picklist), .init(name: "Title", type: .string),
+                .init(name: "Email", type: .email), .init(name: "Phone", type: .phone),
+                .init(name: "MobilePhone", type: .phone), .init(name: "Birthdate", type: .date),
+                .init(name: "Department", type: .string), .init(name: "Description", type: .textarea),
+                .init(name: "MailingCity", type: .string), .init(name: "MailingCountry", type: .string),
+                .init(
+                    name: "AccountId", type: .reference, referenceTo: "Account", relationshipName: "Account",
+                    childRelationshipName: "Contacts"),
+                .init(
+                    name: "ReportsToId", type: .reference, referenceTo: "Contact", relationshipName: "ReportsTo",
+                    childRelationshipName: "DirectReports"),
+            ] + custom)
+        add(
+            "Opportunity",
+            [
+                .init(name: "StageName", type: .picklist), .init(name: "CloseDate", type: .date),
+                .init(name: "Amount", type: .currency), .init(name: "Probability", type: .percent),
+                .init(name: "Type", type: .picklist), .init(name: "LeadSource", type: .picklist),
+                .init(name: "Description", type: .textarea), .init(name: "IsClosed", type: .boolean),
+                .init(name: "IsWon", type: .boolean),
+                .init(
+                    name: "AccountId", type: .reference, referenceTo: "Account", relationshipName: "Account",
+                    childRelationshipName: "Opportunities"),
+            ] + custom)
+        return schema
+    }()
+
+    /// The built-in schema with the types and fields of `json` added (the `--schema` file's
+    /// format, above).
+    public init(extending base: ServerSchema = .standard, json: JSONValue) throws {
+        self = base
+        try merge(json)
+    }
+
+    /// The built-in schema with the types and fields of a JSON file added.
+    public init(contentsOfFile path: String, extending base: ServerSchema = .standard) throws {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw SalesforceError.badRequest("cannot read the schema file \(path)")
+        }
+        let json: JSONValue
+        do {
+            json = try JSONValue(parsing: Array(data), maxDepth: 16)
+        } catch {
+            throw SalesforceError.badRequest("the schema file \(path) is not JSON: \(error)")
+        }
+        try self.init(extending: base, json: json)
+    }
+
+    init() {}
+
+    /// Adds the types and fields of a schema document.
+    mutating func merge(_ json: JSONValue) throws {
+        guard let list = json.value(atPath: "objects")?.arrayValue else {
+            throw SalesforceError.badRequest("a schema is {\"objects\": [{\"name\": …, \"fields\": […]}]}")
+        }
+        for entry in list {
+            guard let name = entry.value(atPath: "name")?.stringValue, RecordStorage.isTypeName(name) else {
+                throw SalesforceError.badRequest("each object needs a valid \"name\"")
+            }
+            declare(type: name)
+            for field in entry.value(atPath: "fields")?.arrayValue ?? [] {
+                declare(try Self.field(field, of: name), on: name)
+            }
+        }
+    }
+
+    static func field(_ json: JSONValue, of object: String) throws -> FieldDescription {
+        guard let name = json.value(atPath: "name")?.stringValue, RecordStorage.isFieldName(name) else {
+            throw SalesforceError.badRequest("each field of \(object) needs a valid \"name\"")
+        }
+        let typeName = json.value(atPath: "type")?.stringValue ?? "string"
+        guard let type = FieldType(rawValue: typeName) else {
+            let known = FieldType.allCases.map(\.rawValue).joined(separator: ", ")
+            throw SalesforceError.badRequest("field \(object).\(name): unknown type '\(typeName)' (one of \(known))")
+        }
+        var field = FieldDescription(name: name, type: type)
+        if type == .reference {
+            guard let parent = json.value(atPath: "referenceTo")?.stringValue, RecordStorage.isTypeName(parent)
+            else {
+                throw SalesforceError.badRequest("reference field \(object).\(name) needs \"referenceTo\"")
+            }
+            field.referenceTo = parent
+            field.relationshipName =
+                json.value(atPath: "relationshipName")?.stringValue ?? Self.defaultRelationship(of: name)
+            field.childRelationshipName = json.value(atPath: "childRelationshipName")?.stringValue
+        }
+        return field
+    }
+
+    /// Salesforce's naming: `AccountId` → `Account`, `Parent__c` → `Parent__r`.
+    static func defaultRelationship(of field: String) -> String {
+        if field.hasSuffix("__c") { return String(field.dropLast(3)) + "__r" }
+        if field.lowercased().hasSuffix("id"), field.count > 2 { return String(field.dropLast(2)) }
+        return field
+    }
+}
+
+extension JSONValue {
+    /// The JSON token kind, as Salesforce's parser names it in its errors.
+    var kindName: String {
+        switch self {
+        case .null: return "VALUE_NULL"
+        case .bool(let value): return value ? "VALUE_TRUE" : "VALUE_FALSE"
+        case .int: return "VALUE_NUMBER_INT"
+        case .double: return "VALUE_NUMBER_FLOAT"
+        case .string: return "VALUE_STRING"
+        case .array: return "START_ARRAY"
+        case .object: return "START_OBJECT"
+        }
+    }
+}
