@@ -1,5 +1,6 @@
 import BatonJSON
 import BatonREST
+import BatonTestSupport
 import Foundation
 import Testing
 
@@ -35,5 +36,35 @@ struct ServeCommandTests {
         #expect(result.status != 0)
         #expect(!result.signaled)
         #expect(result.stderr.contains("TYPE=COUNT"))
+    }
+
+    @Test("--schema adds types and fields; an unreadable or invalid file is a clear error")
+    func schemaFile() async throws {
+        let temp = try TemporaryDirectory()
+        let file = temp.path + "/schema.json"
+        try #"{"objects": [{"name": "Invoice__c", "fields": [{"name": "Amount__c", "type": "currency"}]}]}"#
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let server = try BatonProcess(["serve", "--json", "--schema", file])
+        defer { server.send(SIGTERM) }
+        try await server.waitForLine(containing: "\"url\"")
+        let info = try JSONValue(parsing: String(try #require(server.stdout.split(separator: "\n").first)))
+        let client = RESTClient(
+            baseURL: try #require(info.value(atPath: "url")?.stringValue),
+            token: try #require(info.value(atPath: "token")?.stringValue), retry: .none)
+        _ = try await client.create(type: "Invoice__c", fields: ["Name": "INV-1", "Amount__c": 9.5])
+        let page = try await client.queryFirstPage("SELECT Name, Amount__c FROM Invoice__c")
+        #expect(page.records.first?["Amount__c"] == 9.5)
+        await #expect {
+            try await client.queryFirstPage("SELECT Tax__c FROM Invoice__c")
+        } throws: { ($0 as? RESTError)?.errorCode == "INVALID_FIELD" }
+
+        let missing = try await BatonProcess.run(["serve", "--schema", temp.path + "/none.json"])
+        #expect(missing.status != 0 && !missing.signaled)
+        #expect(missing.stderr.contains("--schema: cannot read the schema file"))
+        try #"{"objects": [{"name": "X", "fields": [{"name": "Y", "type": "blob"}]}]}"#
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let invalid = try await BatonProcess.run(["serve", "--schema", file])
+        #expect(invalid.status != 0 && !invalid.signaled)
+        #expect(invalid.stderr.contains("unknown type 'blob'"))
     }
 }
