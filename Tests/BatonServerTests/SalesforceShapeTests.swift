@@ -1,8 +1,8 @@
 import BatonJSON
 import BatonREST
 import BatonServer
-import Foundation
 import BatonTestSupport
+import Foundation
 import Testing
 
 /// What the server answers, shaped as Salesforce answers it (issue 19's server items).
@@ -125,7 +125,8 @@ struct SalesforceShapeTests {
             #expect(
                 await errorCode {
                     _ = try await client.send(
-                        .GET, "\(client.apiPath)/sobjects/Account/\(id)?fields=Name,Nope__c", idempotent: true)
+                        .GET, "\(client.apiPath)/sobjects/Account/\(id)?fields=Name,Nope__c", idempotent: true
+                    )
                 } == "INVALID_FIELD")
         }
     }
@@ -144,24 +145,33 @@ struct SalesforceShapeTests {
         }
     }
 
-    @Test("parent fields nest under the relationship with attributes; child subqueries nest as a query result")
+    @Test(
+        "parent fields nest under the relationship with attributes; child subqueries nest as a query result")
     func relationships() async throws {
         try await withLiveServer { _, client in
-            let owner = try await client.create(type: "User", fields: ["Name": "Olga Owner", "Email": "o@x.org"])
-            let accounts = try await client.adminSeed(type: "Account", count: 2, fields: ["OwnerId": .string(owner)])
+            let owner = try await client.create(
+                type: "User", fields: ["Name": "Olga Owner", "Email": "o@x.org"])
+            let accounts = try await client.adminSeed(
+                type: "Account", count: 2, fields: ["OwnerId": .string(owner)])
             let unowned = try await client.create(type: "Account", fields: ["Name": "Nobody's"])
-            _ = try await client.create(type: "Contact", fields: ["LastName": "Zed", "AccountId": .string(accounts[0])])
-            _ = try await client.create(type: "Contact", fields: ["LastName": "Abe", "AccountId": .string(accounts[0])])
+            _ = try await client.create(
+                type: "Contact", fields: ["LastName": "Zed", "AccountId": .string(accounts[0])])
+            _ = try await client.create(
+                type: "Contact", fields: ["LastName": "Abe", "AccountId": .string(accounts[0])])
             _ = try await client.create(type: "Contact", fields: ["LastName": "Solo"])
 
             let page = try await client.queryFirstPage(
-                "SELECT Id, Owner.Name, (SELECT Id, LastName FROM Contacts ORDER BY LastName) FROM Account ORDER BY Name")
+                "SELECT Id, Owner.Name, (SELECT Id, LastName FROM Contacts ORDER BY LastName) FROM Account ORDER BY Name"
+            )
             #expect(page.totalSize == 3)
-            let byId = Dictionary(uniqueKeysWithValues: page.records.map { ($0["Id"]?.stringValue ?? "", $0) })
+            let byId = Dictionary(
+                uniqueKeysWithValues: page.records.map { ($0["Id"]?.stringValue ?? "", $0) })
             let first = try #require(byId[accounts[0]])
             #expect(Set(first.keys) == ["Id", "Owner", "Contacts"])  // the client keeps no top-level attributes
             let ownerObject = JSONValue.object([
-                "attributes": ["type": "User", "url": .string("/services/data/v60.0/sobjects/User/\(owner)")],
+                "attributes": [
+                    "type": "User", "url": .string("/services/data/v60.0/sobjects/User/\(owner)"),
+                ],
                 "Name": "Olga Owner",
             ])
             #expect(first["Owner"] == ownerObject)
@@ -181,10 +191,14 @@ struct SalesforceShapeTests {
                 "SELECT LastName, Account.Name, Account.Owner.Email FROM Contact WHERE Account.Owner.Name = 'Olga Owner' ORDER BY Account.Name, LastName"
             )
             #expect(deep.records.map { $0["LastName"] } == ["Abe", "Zed"])
-            #expect(deep.records.first.map(JSONValue.object)?.value(atPath: "Account.Owner.Email") == "o@x.org")
+            #expect(
+                deep.records.first.map(JSONValue.object)?.value(atPath: "Account.Owner.Email") == "o@x.org")
             #expect(deep.records.first.map(JSONValue.object)?.value(atPath: "Account.Name") == "Account 1")
-            #expect(deep.records.first.map(JSONValue.object)?.value(atPath: "Account.attributes.type") == "Account")
-            let own = try await client.queryFirstPage("SELECT Account.Name FROM Account WHERE Account.Name = 'Account 2'")
+            #expect(
+                deep.records.first.map(JSONValue.object)?.value(atPath: "Account.attributes.type")
+                    == "Account")
+            let own = try await client.queryFirstPage(
+                "SELECT Account.Name FROM Account WHERE Account.Name = 'Account 2'")
             #expect(own.records.map { $0["Name"] } == ["Account 2"])
         }
     }
@@ -203,7 +217,10 @@ struct SalesforceShapeTests {
                 ("SELECT Id FROM NoSuchObject", "INVALID_TYPE"),
                 ("SELECT COUNT() FROM NoSuchObject", "INVALID_TYPE"),
                 ("SELECT Id, (SELECT Id FROM Nothings) FROM Account", "INVALID_TYPE"),
-                ("SELECT Id, (SELECT Id, (SELECT Id FROM Contacts) FROM Contacts) FROM Account", "MALFORMED_QUERY"),
+                (
+                    "SELECT Id, (SELECT Id, (SELECT Id FROM Contacts) FROM Contacts) FROM Account",
+                    "MALFORMED_QUERY"
+                ),
             ]
             for (soql, expected) in queries {
                 let code = await errorCode { _ = try await client.queryFirstPage(soql) }
@@ -211,11 +228,29 @@ struct SalesforceShapeTests {
             }
             let writes: [(String, () async throws -> Void)] = [
                 ("INVALID_FIELD", { _ = try await client.create(type: "Account", fields: ["Nope__c": "x"]) }),
-                ("INVALID_FIELD", { try await client.update(type: "Account", id: id, fields: ["Nope__c": "x"]) }),
+                (
+                    "INVALID_FIELD",
+                    { try await client.update(type: "Account", id: id, fields: ["Nope__c": "x"]) }
+                ),
                 ("NOT_FOUND", { _ = try await client.create(type: "NoSuchObject", fields: ["Name": "x"]) }),
-                ("NOT_FOUND", { _ = try await client.upsert(type: "Account", field: "Nope__c", value: "1", fields: [:]) }),
-                ("JSON_PARSER_ERROR", { _ = try await client.create(type: "Account", fields: ["NumberOfEmployees": "many"]) }),
-                ("INVALID_FIELD_FOR_INSERT_UPDATE", { _ = try await client.create(type: "Account", fields: ["CreatedDate": "2024-01-01T00:00:00Z"]) }),
+                (
+                    "NOT_FOUND",
+                    {
+                        _ = try await client.upsert(
+                            type: "Account", field: "Nope__c", value: "1", fields: [:])
+                    }
+                ),
+                (
+                    "JSON_PARSER_ERROR",
+                    { _ = try await client.create(type: "Account", fields: ["NumberOfEmployees": "many"]) }
+                ),
+                (
+                    "INVALID_FIELD_FOR_INSERT_UPDATE",
+                    {
+                        _ = try await client.create(
+                            type: "Account", fields: ["CreatedDate": "2024-01-01T00:00:00Z"])
+                    }
+                ),
             ]
             for (expected, write) in writes {
                 #expect(await errorCode(write) == expected)
@@ -245,27 +280,37 @@ struct SalesforceShapeTests {
         do {
             let account = try await client.create(type: "Account", fields: ["Name": "Acme"])
             _ = try await client.create(
-                type: "Invoice__c", fields: ["Name": "INV-1", "Amount__c": 12.5, "Account__c": .string(account)])
+                type: "Invoice__c",
+                fields: ["Name": "INV-1", "Amount__c": 12.5, "Account__c": .string(account)])
             let page = try await client.queryFirstPage(
                 "SELECT Name, (SELECT Amount__c FROM Invoices__r) FROM Account")
-            #expect(page.records.first.map(JSONValue.object)?.value(atPath: "Invoices__r.records")?.arrayValue?.first?.value(atPath: "Amount__c") == 12.5)
+            #expect(
+                page.records.first.map(JSONValue.object)?.value(atPath: "Invoices__r.records")?.arrayValue?
+                    .first?.value(atPath: "Amount__c") == 12.5)
             let invoice = try await client.queryFirstPage("SELECT Account__r.Name FROM Invoice__c")
             #expect(invoice.records.first.map(JSONValue.object)?.value(atPath: "Account__r.Name") == "Acme")
 
             // /admin/seed declares a new type with its template's fields, and takes a schema.
             _ = try await client.adminSeed(
                 type: "Gadget__c", count: 3, fields: ["Color__c": "red"],
-                schema: ["objects": [["name": "Gadget__c", "fields": [["name": "Weight__c", "type": "double"]]]]])
-            let gadgets = try await client.queryFirstPage("SELECT Name, Color__c, Weight__c, Number__c FROM Gadget__c")
+                schema: [
+                    "objects": [["name": "Gadget__c", "fields": [["name": "Weight__c", "type": "double"]]]]
+                ])
+            let gadgets = try await client.queryFirstPage(
+                "SELECT Name, Color__c, Weight__c, Number__c FROM Gadget__c")
             #expect(gadgets.totalSize == 3)
             #expect(gadgets.records.first?["Color__c"] == "red")
             #expect(gadgets.records.first?["Weight__c"] == .null)
-            #expect(await errorCode { _ = try await client.queryFirstPage("SELECT Size__c FROM Gadget__c") } == "INVALID_FIELD")
+            #expect(
+                await errorCode { _ = try await client.queryFirstPage("SELECT Size__c FROM Gadget__c") }
+                    == "INVALID_FIELD")
         } catch {
             await server.stop()
             throw error
         }
         await server.stop()
-        #expect(throws: SalesforceError.self) { try ServerSchema(json: ["objects": [["name": "Bad", "fields": [["name": "X", "type": "blob"]]]]]) }
+        #expect(throws: SalesforceError.self) {
+            try ServerSchema(json: ["objects": [["name": "Bad", "fields": [["name": "X", "type": "blob"]]]]])
+        }
     }
 }

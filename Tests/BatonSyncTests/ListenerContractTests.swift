@@ -97,7 +97,9 @@ struct ListenerContractTests {
         }
     }
 
-    @Test("stop with one sync running and one queued: the running one's stopped comes first; restart resumes both")
+    @Test(
+        "stop with one sync running and one queued: the running one's stopped comes first; restart resumes both"
+    )
     func stopWithQueuedAndRestart() async throws {
         try await withSyncFixture { f in
             try await f.client.adminSeed(type: "Account", count: 10)
@@ -160,11 +162,21 @@ struct ListenerContractTests {
             try await f.client.adminSetFaults(["latencyMs": 300])
             let log = UpdateLog()
             let sync = try await f.manager.syncDown(
-                target: try f.soqlTarget(batchSize: 2), soupName: "accounts", name: "midway", onUpdate: log.block)
+                target: try f.soqlTarget(batchSize: 2), soupName: "accounts", name: "midway",
+                onUpdate: log.block)
             _ = await log.first { $0.progress == 33 }
             try await f.client.adminSetFaults(["latencyMs": 300, "failNext": 3])
             #expect(await f.manager.waitForSync(id: sync.id)?.status == .failed)
             #expect(Self.render(log.all) == ["running 0/-1", "running 0/6", "running 33/6", "failed 33/6"])
+
+            // Run again: the last failure's error stays while it runs (as Mobile Sync keeps it);
+            // done clears it.
+            try await f.client.adminClearFaults()
+            let again = UpdateLog()
+            try await f.manager.reSync(id: sync.id, onUpdate: again.block)
+            #expect(await f.manager.waitForSync(id: sync.id)?.status == .done)
+            #expect(again.all.first?.error?.contains("SERVER_UNAVAILABLE") == true)
+            #expect(again.all.last?.status == .done && again.all.last?.error == nil)
         }
     }
 }

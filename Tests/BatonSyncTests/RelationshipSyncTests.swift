@@ -11,12 +11,17 @@ struct RelationshipSyncTests {
             let owner = try await f.client.create(type: "User", fields: ["Name": "Olga Owner"])
             let accounts = try await f.client.adminSeed(
                 type: "Account", count: 3, fields: ["OwnerId": .string(owner)])
-            _ = try await f.client.create(type: "Contact", fields: ["LastName": "Abe", "AccountId": .string(accounts[0])])
+            _ = try await f.client.create(
+                type: "Contact", fields: ["LastName": "Abe", "AccountId": .string(accounts[0])])
             try f.store.registerSoup(
-                "accounts", indexSpecs: [IndexSpec(path: "Id", type: .string), IndexSpec(path: "Owner.Name", type: .string)])
+                "accounts",
+                indexSpecs: [
+                    IndexSpec(path: "Id", type: .string), IndexSpec(path: "Owner.Name", type: .string),
+                ])
             let sync = try await f.manager.syncDown(
                 target: try f.soqlTarget(
-                    "SELECT Id, Name, Owner.Name, (SELECT Id, LastName FROM Contacts) FROM Account", batchSize: 2),
+                    "SELECT Id, Name, Owner.Name, (SELECT Id, LastName FROM Contacts) FROM Account",
+                    batchSize: 2),
                 soupName: "accounts", name: "nested")
             #expect(await f.manager.waitForSync(id: sync.id)?.status == .done)
             let local = try f.local()
@@ -26,7 +31,8 @@ struct RelationshipSyncTests {
             #expect(JSONValue.object(first).value(atPath: "Owner.attributes.type") == "User")
             #expect(JSONValue.object(first).value(atPath: "Contacts.totalSize") == 1)
             #expect(
-                JSONValue.object(first).value(atPath: "Contacts.records")?.arrayValue?.first?.value(atPath: "LastName")
+                JSONValue.object(first).value(atPath: "Contacts.records")?.arrayValue?.first?.value(
+                    atPath: "LastName")
                     == "Abe")
             #expect(local[accounts[1]]?["Contacts"] == .null)
 

@@ -1,5 +1,5 @@
-import BatonREST
 import BatonJSON
+import BatonREST
 import BatonServer
 import Logging
 

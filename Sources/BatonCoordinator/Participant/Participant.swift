@@ -67,6 +67,8 @@ public actor Participant: Service {
     /// Failures in a row of each configured sync, and the retries waiting to fire.
     var failures: [String: Int] = [:]
     var retries: [String: Task<Void, Never>] = [:]
+    /// What the status says of each retried sync: the last failure and the next attempt.
+    var retryStatus: [String: SyncRetry] = [:]
     /// What keeps this participant from its work now (published in its status), and the
     /// recoveries waiting to fire with their failures in a row.
     var problem: String?
@@ -642,10 +644,12 @@ public actor Participant: Service {
     func syncUpdated(_ state: SyncState) async {
         if let name = state.name, configuration.syncs.contains(where: { $0.name == name }) {
             switch state.status {
-            case .done: failures[name] = nil
+            case .done:
+                failures[name] = nil
+                if retryStatus.removeValue(forKey: name) != nil { publishOrRetry() }
             case .failed:
                 if await checkStoreFile() { break }
-                scheduleRetry(name)
+                scheduleRetry(name, after: state.error)
             default: break
             }
         }
@@ -656,13 +660,21 @@ public actor Participant: Service {
 
     /// Runs a failed configured sync again after a delay that doubles with each failure in a
     /// row (a server that is down or failing gets a growing pause, not a stream of requests).
-    func scheduleRetry(_ name: String) {
+    ///
+    /// The published status says which syncs are retried, why the last attempt failed and when
+    /// the next one starts (`baton status`, `baton syncs`).
+    func scheduleRetry(_ name: String, after error: String?) {
         guard machine.held != nil, let base = configuration.retryDelay, retries[name] == nil else { return }
         let attempt = (failures[name] ?? 0) + 1
         failures[name] = attempt
         let delay = backoff(base, attempt: attempt)
         record(.syncRetry(name: name, attempt: attempt, delay: delay))
         retries[name] = yield(.retry(name), after: delay)
+        let millis = delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000
+        retryStatus[name] = SyncRetry(
+            name: name, attempt: attempt, lastError: error ?? retryStatus[name]?.lastError ?? "unknown",
+            nextAttempt: WallClock.nowMillis() + millis)
+        publishOrRetry()
     }
 
     /// `base` doubled for each failure in a row before `attempt`, up to the maximum retry delay.
@@ -694,13 +706,14 @@ public actor Participant: Service {
         } catch {
             // The rerun could not even start (its `running` could not be written): keep trying.
             log.log("writer.error", ["error": .string(String(describing: error))])
-            scheduleRetry(name)
+            scheduleRetry(name, after: String(describing: error))
         }
     }
 
     func cancelRetries() {
         for task in retries.values { task.cancel() }
         retries = [:]
+        retryStatus = [:]
     }
 
     // MARK: - Recovering from storage failures
@@ -820,7 +833,8 @@ public actor Participant: Service {
             pid: getpid(),
             lifecycle: machine.desired, phase: machine.phase, epoch: machine.held?.epoch,
             managerState: (managerState ?? lastManagerState)?.rawValue ?? "stopped",
-            updated: WallClock.nowMillis(), problem: problem)
+            updated: WallClock.nowMillis(), problem: problem,
+            retrying: retryStatus.values.sorted { $0.name < $1.name })
         try status.publish(in: directory)
     }
 }

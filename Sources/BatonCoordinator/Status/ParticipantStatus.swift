@@ -10,6 +10,42 @@ public enum ParticipantRole: String, Sendable, Hashable, CaseIterable {
     public var defaultPriority: Int { self == .host ? 100 : 10 }
 }
 
+/// A configured sync that failed and will be run again.
+public struct SyncRetry: Sendable, Hashable {
+    /// The sync's name.
+    public var name: String
+    /// Failures in a row so far.
+    public var attempt: Int
+    /// Why the last attempt failed.
+    public var lastError: String
+    /// When the next attempt starts (ms since 1970).
+    public var nextAttempt: Int64
+
+    public init(name: String, attempt: Int, lastError: String, nextAttempt: Int64) {
+        self.name = name
+        self.attempt = attempt
+        self.lastError = lastError
+        self.nextAttempt = nextAttempt
+    }
+
+    var json: JSONValue {
+        [
+            "name": .string(name), "attempt": .int(Int64(attempt)), "lastError": .string(lastError),
+            "nextAttempt": .int(nextAttempt),
+        ]
+    }
+
+    init?(json: JSONValue) {
+        guard let name = json.value(atPath: "name")?.stringValue,
+            let attempt = json.value(atPath: "attempt")?.intValue,
+            let nextAttempt = json.value(atPath: "nextAttempt")?.intValue
+        else { return nil }
+        self.init(
+            name: name, attempt: Int(attempt), lastError: json.value(atPath: "lastError")?.stringValue ?? "",
+            nextAttempt: nextAttempt)
+    }
+}
+
 /// A participant's published state, `D/participants/<name>.json` (replaced atomically).
 public struct ParticipantStatus: Sendable, Hashable {
     public var role: ParticipantRole
@@ -30,6 +66,8 @@ public struct ParticipantStatus: Sendable, Hashable {
     /// What keeps it from doing its work right now, in one sentence (a store it cannot write,
     /// a lease it could not record), or nil.
     public var problem: String?
+    /// Its configured syncs that failed and wait for their next attempt (or are in it), by name.
+    public var retrying: [SyncRetry]
 
     public var isWriter: Bool { phase == .writer }
     public var isWaiting: Bool { phase == .waitingForLease }
@@ -43,8 +81,9 @@ public struct ParticipantStatus: Sendable, Hashable {
         role: ParticipantRole, name: String, priority: Int, pid: Int32, lifecycle: Lifecycle,
         phase: HandOverStateMachine.Phase,
         epoch: Int64?,
-        managerState: String, updated: Int64, problem: String? = nil
+        managerState: String, updated: Int64, problem: String? = nil, retrying: [SyncRetry] = []
     ) {
+        self.retrying = retrying
         self.role = role
         self.name = name
         self.priority = priority
@@ -65,6 +104,7 @@ public struct ParticipantStatus: Sendable, Hashable {
             "writer": .bool(isWriter),
             "epoch": epoch.map(JSONValue.int) ?? .null, "managerState": .string(managerState),
             "updated": .int(updated), "problem": problem.map(JSONValue.string) ?? .null,
+            "retrying": .array(retrying.map(\.json)),
         ]
     }
 
@@ -82,7 +122,8 @@ public struct ParticipantStatus: Sendable, Hashable {
             lifecycle: lifecycle,
             phase: phase, epoch: json["epoch"]?.intValue,
             managerState: json["managerState"]?.stringValue ?? "unknown",
-            updated: json["updated"]?.intValue ?? 0, problem: json["problem"]?.stringValue)
+            updated: json["updated"]?.intValue ?? 0, problem: json["problem"]?.stringValue,
+            retrying: json["retrying"]?.arrayValue?.compactMap(SyncRetry.init(json:)) ?? [])
     }
 
     /// Writes `D/participants/<name>.json`.

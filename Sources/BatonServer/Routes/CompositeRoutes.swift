@@ -154,7 +154,8 @@ struct CompositeRoutes: Sendable {
         var fields = record
         fields["attributes"] = nil
         guard let object = storage.schema.object(type) else {
-            throw SalesforceError(status: 400, "INVALID_TYPE", "sObject type '\(type.prefix(80))' is not supported")
+            throw SalesforceError(
+                status: 400, "INVALID_TYPE", "sObject type '\(type.prefix(80))' is not supported")
         }
         return (object.name, fields)
     }

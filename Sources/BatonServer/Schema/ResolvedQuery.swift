@@ -72,8 +72,9 @@ extension ServerSchema {
     }
 
     /// A dotted field path on `object`: the item that reads it and the field it ends on.
-    func resolve(path: String, on object: ObjectDescription) throws -> (item: ResolvedItem, field: FieldDescription)
-    {
+    func resolve(path: String, on object: ObjectDescription) throws -> (
+        item: ResolvedItem, field: FieldDescription
+    ) {
         var components = path.split(separator: ".").map(String.init)
         // `Account.Name` on Account: the type's own name may lead the path.
         if components.count > 1, components[0].lowercased() == object.name.lowercased(),

@@ -216,7 +216,8 @@ public struct ServerSchema: Sendable, Hashable {
                     name: "AccountId", type: .reference, referenceTo: "Account", relationshipName: "Account",
                     childRelationshipName: "Contacts"),
                 .init(
-                    name: "ReportsToId", type: .reference, referenceTo: "Contact", relationshipName: "ReportsTo",
+                    name: "ReportsToId", type: .reference, referenceTo: "Contact",
+                    relationshipName: "ReportsTo",
                     childRelationshipName: "DirectReports"),
             ] + custom)
         add(
@@ -280,11 +281,13 @@ public struct ServerSchema: Sendable, Hashable {
         let typeName = json.value(atPath: "type")?.stringValue ?? "string"
         guard let type = FieldType(rawValue: typeName) else {
             let known = FieldType.allCases.map(\.rawValue).joined(separator: ", ")
-            throw SalesforceError.badRequest("field \(object).\(name): unknown type '\(typeName)' (one of \(known))")
+            throw SalesforceError.badRequest(
+                "field \(object).\(name): unknown type '\(typeName)' (one of \(known))")
         }
         var field = FieldDescription(name: name, type: type)
         if type == .reference {
-            guard let parent = json.value(atPath: "referenceTo")?.stringValue, RecordStorage.isTypeName(parent)
+            guard let parent = json.value(atPath: "referenceTo")?.stringValue,
+                RecordStorage.isTypeName(parent)
             else {
                 throw SalesforceError.badRequest("reference field \(object).\(name) needs \"referenceTo\"")
             }

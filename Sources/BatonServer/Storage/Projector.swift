@@ -15,7 +15,8 @@ struct Projector: Sendable {
 
     /// `record` as `query` selects it; `related` reads parents and children (nil when the query
     /// selects neither).
-    func project(_ record: JSONObject, _ query: ResolvedQuery, related: RelatedRecords?) throws -> JSONObject {
+    func project(_ record: JSONObject, _ query: ResolvedQuery, related: RelatedRecords?) throws -> JSONObject
+    {
         var out: JSONObject = [
             "attributes": attributes(type: query.object.name, id: record["Id"]?.stringValue ?? "")
         ]
@@ -23,7 +24,9 @@ struct Projector: Sendable {
         return out
     }
 
-    private func add(_ item: ResolvedItem, of record: JSONObject, to out: inout JSONObject, related: RelatedRecords?)
+    private func add(
+        _ item: ResolvedItem, of record: JSONObject, to out: inout JSONObject, related: RelatedRecords?
+    )
         throws
     {
         switch item {

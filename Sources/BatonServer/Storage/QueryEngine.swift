@@ -58,7 +58,8 @@ final class QueryEngine: Sendable {
                 try Int.fetchOne(db, sql: "SELECT count(*) FROM (\(sql))", arguments: arguments) ?? 0
             }
             return Page(
-                body: ["totalSize": .int(Int64(count)), "done": true, "records": []], type: resolved.object.name,
+                body: ["totalSize": .int(Int64(count)), "done": true, "records": []],
+                type: resolved.object.name,
                 count: 0)
         }
         let ids = try storage.read { db in try Int64.fetchAll(db, sql: sql, arguments: arguments) }

@@ -9,7 +9,9 @@ struct QueryTranslator {
 
     /// The SQL that selects the row ids of the matching records in order, and its arguments;
     /// for a child subquery, only the children of `parentId` through `lookup`.
-    func idQuery(for resolved: ResolvedQuery, childOf link: (lookup: FieldDescription, parentId: String)? = nil)
+    func idQuery(
+        for resolved: ResolvedQuery, childOf link: (lookup: FieldDescription, parentId: String)? = nil
+    )
         throws -> (sql: String, arguments: StatementArguments)
     {
         let query = resolved.query
@@ -41,7 +43,8 @@ struct QueryTranslator {
 
     /// The SQL expression for a field path on `object` (the outermost alias `r0`) and the field
     /// it ends on.
-    func column(_ path: String, on object: ObjectDescription) throws -> (sql: String, field: FieldDescription) {
+    func column(_ path: String, on object: ObjectDescription) throws -> (sql: String, field: FieldDescription)
+    {
         let (item, field) = try schema.resolve(path: path, on: object)
         return (Self.expression(item, alias: "r0", depth: 0), field)
     }
@@ -74,14 +77,18 @@ struct QueryTranslator {
         ["lastmodifieddate", "systemmodstamp", "createddate"].contains(field.lowercased())
     }
 
-    func translate(_ condition: Condition, on object: ObjectDescription, _ arguments: inout StatementArguments)
+    func translate(
+        _ condition: Condition, on object: ObjectDescription, _ arguments: inout StatementArguments
+    )
         throws -> String
     {
         switch condition {
         case .and(let left, let right):
-            return "(\(try translate(left, on: object, &arguments))) AND (\(try translate(right, on: object, &arguments)))"
+            return
+                "(\(try translate(left, on: object, &arguments))) AND (\(try translate(right, on: object, &arguments)))"
         case .or(let left, let right):
-            return "(\(try translate(left, on: object, &arguments))) OR (\(try translate(right, on: object, &arguments)))"
+            return
+                "(\(try translate(left, on: object, &arguments))) OR (\(try translate(right, on: object, &arguments)))"
         case .not(let inner):
             return "NOT (\(try translate(inner, on: object, &arguments)))"
         case .comparison(let field, let op, let literal):

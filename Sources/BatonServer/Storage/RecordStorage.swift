@@ -109,7 +109,8 @@ final class RecordStorage: Sendable {
         for (key, value) in fields {
             guard let field = object.field(key) else {
                 throw SalesforceError(
-                    status: 400, "INVALID_FIELD", "No such column '\(key.prefix(80))' on sobject of type \(object.name)",
+                    status: 400, "INVALID_FIELD",
+                    "No such column '\(key.prefix(80))' on sobject of type \(object.name)",
                     fields: [key])
             }
             if field.serverManaged { throw SalesforceError.serverManaged(field.name) }

@@ -34,6 +34,7 @@ extension SyncManager {
                 }
                 state.status = .done
                 state.progress = 100
+                state.error = nil
             } catch {
                 // `state` is the last committed one (the run functions take on a new state only
                 // once it is persisted), so what follows never moves past what committed.

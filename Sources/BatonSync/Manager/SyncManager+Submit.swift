@@ -139,7 +139,8 @@ extension SyncManager {
         running.status = .running
         running.progress = 0
         running.totalSize = -1
-        running.error = nil
+        // As Mobile Sync, the last failure's error stays while the sync runs again (a retry
+        // shows why the previous attempt failed); `done` clears it.
         running.startTime = WallClock.nowMillis()
         running.endTime = nil
         cancelRequested.remove(state.id)

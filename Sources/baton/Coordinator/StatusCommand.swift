@@ -53,6 +53,7 @@ struct StatusCommand: ParsableCommand {
         }
         for p in snapshot.participants {
             if let problem = p.problem { CLIOutput.line("problem: \(p.name): \(problem)") }
+            for retry in p.retrying { CLIOutput.line("retrying: \(p.name): \(retry.summary)") }
         }
         if let term = snapshot.heartbeat.map({ Double($0.termMillis) / 1000 }) {
             CLIOutput.line("lease term: \(term)s (the writer renews its heartbeat every quarter term)")
@@ -169,4 +170,20 @@ struct CoordinatorSnapshot {
             "syncs": .object(syncCounts.mapValues { .int(Int64($0)) }),
         ]
     }
+}
+
+extension SyncRetry {
+    /// "accounts: attempt 3 failed (cannot reach …); next at 12:00:04 (in 2.0s)".
+    var summary: String {
+        let wait = max(0, Double(nextAttempt - WallClock.nowMillis()))
+        let time = Date(timeIntervalSince1970: Double(nextAttempt) / 1000)
+        return
+            "\(name): attempt \(attempt) failed (\(lastError)); next at \(Self.clock.string(from: time)) (in \(StatusCommand.seconds(wait)))"
+    }
+
+    static let clock: DateFormatter = {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "HH:mm:ss"
+        return formatter
+    }()
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BatonCoordinator
 import BatonStore
 import BatonSync
 import Foundation
@@ -26,8 +27,21 @@ struct SyncsCommand: ParsableCommand {
         let syncs =
             try status.flatMap(SyncStatus.init(rawValue:)).map { try SyncState.getSyncsWithStatus(store, $0) }
             ?? SyncState.all(store)
+        // Configured syncs a live participant retries: the last failure and the next attempt.
+        var retries: [String: SyncRetry] = [:]
+        if let shared = try? SharedDirectory(path: directory.dir, create: false) {
+            for participant in ParticipantStatus.readAll(in: shared) where participant.isAlive {
+                for retry in participant.retrying { retries[retry.name] = retry }
+            }
+        }
         if json {
-            CLIOutput.json(.array(syncs.map(\.jsonValue)))
+            CLIOutput.json(
+                .array(
+                    syncs.map { sync in
+                        var object = sync.jsonValue.objectValue ?? [:]
+                        object["retry"] = sync.name.flatMap { retries[$0] }.map(\.jsonValue) ?? .null
+                        return .object(object)
+                    }))
             return
         }
         guard !syncs.isEmpty else {
@@ -40,10 +54,30 @@ struct SyncsCommand: ParsableCommand {
                 String(sync.id), sync.name ?? "-", sync.type.rawValue, sync.soupName, sync.status.rawValue,
                 "\(sync.progress)%",
                 String(sync.totalSize), String(sync.maxTimeStamp),
-                sync.error.map { String($0.prefix(60)) } ?? "",
+                Self.errorColumn(sync, retry: sync.name.flatMap { retries[$0] }),
             ]
         }
         for line in Table.render(header: header, rows: rows) { CLIOutput.line(line) }
+    }
+
+    /// The error (its first 60 characters), and for a retried sync when the next attempt starts.
+    static func errorColumn(_ sync: SyncState, retry: SyncRetry?) -> String {
+        var text = (sync.error ?? retry?.lastError).map { String($0.prefix(60)) } ?? ""
+        if let retry {
+            let time = SyncRetry.clock.string(
+                from: Date(timeIntervalSince1970: Double(retry.nextAttempt) / 1000))
+            text += (text.isEmpty ? "" : "; ") + "retry \(retry.attempt + 1) at \(time)"
+        }
+        return text
+    }
+}
+
+extension SyncRetry {
+    var jsonValue: JSONValue {
+        [
+            "attempt": .int(Int64(attempt)), "lastError": .string(lastError),
+            "nextAttempt": .int(nextAttempt),
+        ]
     }
 }
 
