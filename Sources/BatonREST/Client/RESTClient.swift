@@ -162,13 +162,20 @@ public struct RESTClient: Sendable {
             switch error {
             case .cancelled: return RESTError(.cancelled, "\(what): cancelled")
             case .connectTimeout:
-                return RESTError(.transport, "cannot reach \(server): no answer to the connection attempt")
+                return RESTError(
+                    .transport, "cannot reach \(server): no answer to the connection attempt",
+                    unreachableForNow: true)
             case .deadlineExceeded, .readTimeout, .writeTimeout:
                 return RESTError(.timeout, "\(what): no response in time")
             default: break
             }
         }
-        if let cause = unreachable(error) { return RESTError(.transport, "cannot reach \(server): \(cause)") }
+        if let cause = unreachable(error) {
+            // Refused and reset connections are retried (a server restarting answers again soon);
+            // the rest cost a connect timeout each or fail the same way again.
+            let lasting = !cause.hasPrefix("connection refused") && !cause.hasPrefix("connection reset")
+            return RESTError(.transport, "cannot reach \(server): \(cause)", unreachableForNow: lasting)
+        }
         return RESTError(.transport, "\(what): \(error)")
     }
 

@@ -16,10 +16,16 @@ public struct RESTError: Error, Sendable, Hashable, CustomStringConvertible {
     public var kind: Kind
     /// What happened, and for server errors the server's message.
     public var message: String
+    /// A connection that could not be made and will not be made a moment later either (no
+    /// answer within the connect timeout, a name that does not resolve, a failed TLS handshake):
+    /// not retried by the call, so a sync against such a server fails within one connect
+    /// timeout and the caller's own backoff takes over.
+    public var unreachableForNow: Bool
 
-    public init(_ kind: Kind, _ message: String) {
+    public init(_ kind: Kind, _ message: String, unreachableForNow: Bool = false) {
         self.kind = kind
         self.message = message
+        self.unreachableForNow = unreachableForNow
     }
 
     /// The HTTP status, for server errors.
@@ -37,7 +43,8 @@ public struct RESTError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Worth retrying on an idempotent call: connection trouble and 5xx.
     var isRetryable: Bool {
         switch kind {
-        case .transport, .timeout: return true
+        case .transport: return !unreachableForNow
+        case .timeout: return true
         case .server(let status, _): return status >= 500
         case .cancelled, .malformedResponse: return false
         }
