@@ -167,7 +167,8 @@ struct SalesforceShapeTests {
             let byId = Dictionary(
                 uniqueKeysWithValues: page.records.map { ($0["Id"]?.stringValue ?? "", $0) })
             let first = try #require(byId[accounts[0]])
-            #expect(Set(first.keys) == ["Id", "Owner", "Contacts"])  // the client keeps no top-level attributes
+            // The client keeps no top-level attributes.
+            #expect(Set(first.keys) == ["Id", "Owner", "Contacts"])
             let ownerObject = JSONValue.object([
                 "attributes": [
                     "type": "User", "url": .string("/services/data/v60.0/sobjects/User/\(owner)"),
