@@ -20,6 +20,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
         .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
+        .package(url: "https://github.com/swiftlang/swift-subprocess", exact: "1.0.2"),
+        .package(url: "https://github.com/apple/swift-system", exact: "1.8.1"),
     ],
     targets: [
         // JSON values with exact number round trips; shared by the store, the client and the server.
@@ -68,10 +70,22 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The demo, chaos and bench harnesses and the child processes they run (not a product):
+        // the executable parses and prints, this does the work, and its logic is unit-tested.
+        .target(
+            name: "BatonHarness",
+            dependencies: [
+                "BatonStore", "BatonSync", "BatonREST", "BatonServer", "BatonCoordinator",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "baton",
             dependencies: [
-                "BatonStore", "BatonSync", "BatonREST", "BatonServer", "BatonCoordinator", "SOQL",
+                "BatonStore", "BatonSync", "BatonREST", "BatonServer", "BatonCoordinator", "BatonHarness", "SOQL",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -99,9 +113,12 @@ let package = Package(
                 "BatonTestSupport", "BatonCoordinator", "BatonStore", "BatonSync", "BatonREST", "BatonServer",
             ]),
         .testTarget(
+            name: "BatonHarnessTests",
+            dependencies: ["BatonTestSupport", "BatonHarness", "BatonStore", "BatonCoordinator", "BatonServer"]),
+        .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "BatonTestSupport", "BatonStore", "BatonREST", "BatonServer", "BatonCoordinator",
+                "BatonTestSupport", "BatonStore", "BatonREST", "BatonServer", "BatonCoordinator", "BatonHarness",
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -179,3 +179,15 @@ public struct RunningServer: Sendable {
         _ = try? await task.value
     }
 }
+
+extension ReferenceServer {
+    /// A fresh bearer token: 256 random bits in hex.
+    public static func generateToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<4).map { _ in
+            let value = generator.next() as UInt64
+            let hex = String(value, radix: 16)
+            return String(repeating: "0", count: 16 - hex.count) + hex
+        }.joined()
+    }
+}

@@ -12,7 +12,7 @@ extension HeavyEndToEnd {
             let f = try await CoordinatorFixture(records: 2_000)
             let names = (0..<8).map { "p\($0)" }
             for (index, name) in names.enumerated() {
-                try f.start(
+                try await f.start(
                     name, role: index == 0 ? "host" : "extension", lifecycle: "background", batchSize: 100)
             }
             for name in names { #expect(try await f.wait(["--lifecycle", "\(name)=background"])) }

@@ -37,8 +37,8 @@ final class CoordinatorFixture: @unchecked Sendable {
     func start(
         _ name: String, role: String, lifecycle: String, batchSize: Int = 500,
         query: String = "SELECT Id, Name, Number__c FROM Account", extra: [String] = [], tracked: Bool = true
-    ) throws -> BatonProcess {
-        let process = try BatonProcess(
+    ) async throws -> BatonProcess {
+        let process = try await BatonProcess(
             [
                 "participant", "--dir", dir, "--name", name, "--role", role, "--server", server.url,
                 "--lifecycle", lifecycle,
@@ -118,7 +118,7 @@ final class CoordinatorFixture: @unchecked Sendable {
     /// - Parameter lockedExpected: the test held SQLite's lock from outside on purpose, so
     ///   "database is locked" on stderr is expected.
     func finish(lockedExpected: Bool = false) async throws {
-        for process in processes.values where process.isRunning { process.send(SIGTERM) }
+        for process in processes.values where process.isRunning { await process.send(SIGTERM) }
         for (name, process) in processes {
             let result = try await process.wait(timeout: .seconds(60))
             if !lockedExpected {

@@ -15,11 +15,11 @@ extension HeavyEndToEnd {
         )
         func duplicateName() async throws {
             let f = try await CoordinatorFixture(records: 100)
-            let first = try f.start("host", role: "host", lifecycle: "background")
+            let first = try await f.start("host", role: "host", lifecycle: "background")
             try await f.waitForStatus("host to publish") {
                 $0.contains { $0.name == "host" && $0.pid == first.pid }
             }
-            let second = try f.start("host", role: "host", lifecycle: "foreground", tracked: false)
+            let second = try await f.start("host", role: "host", lifecycle: "foreground", tracked: false)
             let refused = try await second.wait(timeout: .seconds(30))
             #expect(refused.status != 0)
             #expect(
@@ -27,9 +27,9 @@ extension HeavyEndToEnd {
                 "\(refused.stderr)")
             #expect(first.isRunning)
 
-            first.send(SIGKILL)
+            await first.send(SIGKILL)
             _ = try await first.wait()
-            let again = try f.start("host", role: "host", lifecycle: "background")
+            let again = try await f.start("host", role: "host", lifecycle: "background")
             try await f.waitForStatus("the restarted host to publish") {
                 $0.contains { $0.name == "host" && $0.pid == again.pid }
             }
@@ -39,21 +39,16 @@ extension HeavyEndToEnd {
 
         /// Runs `baton wait` under bash and returns its CPU seconds (user + system, from bash's
         /// `times`) and its wall-clock seconds.
-        func timedWait(_ dir: String, timeout: Double) throws -> (cpu: Double, wall: Double, status: Int32) {
-            let shell = Process()
-            shell.executableURL = URL(fileURLWithPath: "/bin/bash")
-            shell.arguments = [
-                "-c",
-                #"start=$(date +%s%N); "$0" wait --dir "$1" --writer nobody --timeout "$2"; status=$?; end=$(date +%s%N); times; echo "$status $(( (end - start) / 1000 ))""#,
-                BatonBinary.path, dir, String(timeout),
-            ]
-            let output = Pipe()
-            shell.standardOutput = output
-            shell.standardError = FileHandle.nullDevice
-            try shell.run()
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            shell.waitUntilExit()
-            let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+        func timedWait(_ dir: String, timeout: Double) async throws -> (
+            cpu: Double, wall: Double, status: Int32
+        ) {
+            let shell = try await BatonProcess(
+                [
+                    "-c",
+                    #"start=$(date +%s%N); "$0" wait --dir "$1" --writer nobody --timeout "$2"; status=$?; end=$(date +%s%N); times; echo "$status $(( (end - start) / 1000 ))""#,
+                    BatonBinary.path, dir, String(timeout),
+                ], executable: "/bin/bash")
+            let lines = try await shell.wait().stdout.split(separator: "\n").map(String.init)
             // `times`: the shell's own user/system time, then its children's ("0m0.012s 0m0.004s").
             func seconds(_ field: Substring) -> Double {
                 let parts = field.dropLast().split(separator: "m")
@@ -72,8 +67,8 @@ extension HeavyEndToEnd {
             let f = try await CoordinatorFixture(records: 0)
             #expect(try await BatonProcess.run(["store", "init", "--dir", f.dir]).status == 0)
             // Start-up costs the same in both; the difference is what 3 s of waiting cost.
-            let short = try timedWait(f.dir, timeout: 1)
-            let long = try timedWait(f.dir, timeout: 4)
+            let short = try await timedWait(f.dir, timeout: 1)
+            let long = try await timedWait(f.dir, timeout: 4)
             #expect(short.status == 1 && long.status == 1)
             let idleCPU = long.cpu - short.cpu
             #expect(
@@ -88,7 +83,7 @@ extension HeavyEndToEnd {
         func toolsTakeTheLease() async throws {
             let f = try await CoordinatorFixture(records: 5_000)
             try await f.client.adminSetFaults(["latencyMs": 20])
-            try f.start("host", role: "host", lifecycle: "foreground", batchSize: 200)
+            try await f.start("host", role: "host", lifecycle: "foreground", batchSize: 200)
             #expect(try await f.wait(["--writer", "host"]))
             let refused = try await BatonProcess.run([
                 "store", "upsert", "--dir", f.dir, "--soup", "accounts", "--timeout", "0.5",
@@ -98,7 +93,7 @@ extension HeavyEndToEnd {
             #expect(refused.stderr.contains("held by 'host'"), "\(refused.stderr)")
 
             // A patient write waits, and lands once the host lets go.
-            let patient = try BatonProcess([
+            let patient = try await BatonProcess([
                 "store", "upsert", "--dir", f.dir, "--soup", "accounts", "--timeout", "60",
                 #"{"Name":"CLI-WAITED"}"#,
             ])
@@ -151,8 +146,8 @@ extension HeavyEndToEnd {
         @Test("10,000 junk files in participants/: hand-overs stay as quick, SIGTERM is honoured")
         func junkInParticipants() async throws {
             let f = try await CoordinatorFixture(records: 200)
-            let host = try f.start("host", role: "host", lifecycle: "foreground")
-            let ext = try f.start("ext", role: "extension", lifecycle: "background")
+            let host = try await f.start("host", role: "host", lifecycle: "foreground")
+            let ext = try await f.start("ext", role: "extension", lifecycle: "background")
             #expect(try await f.wait(["--writer", "host"]))
             #expect(try await f.wait(["--lifecycle", "ext=background"]))
             var before: [Double] = []
@@ -177,7 +172,7 @@ extension HeavyEndToEnd {
             #expect(names.isSuperset(of: ["host", "ext"]))
             // SIGTERM is honoured within the stop deadline (5 s), junk or not.
             for process in [host, ext] {
-                process.send(SIGTERM)
+                await process.send(SIGTERM)
                 let result = try await process.wait(timeout: .seconds(5))
                 #expect(result.status == 0, "\(result.stderr)")
             }
@@ -187,8 +182,8 @@ extension HeavyEndToEnd {
         @Test("a deleted participants/ directory gets every live participant's status and name lock again")
         func deletedParticipantsDirectory() async throws {
             let f = try await CoordinatorFixture(records: 100)
-            let host = try f.start("host", role: "host", lifecycle: "foreground")
-            let ext = try f.start("ext", role: "extension", lifecycle: "background")
+            let host = try await f.start("host", role: "host", lifecycle: "foreground")
+            let ext = try await f.start("ext", role: "extension", lifecycle: "background")
             try await f.waitForStatus("both to publish") { statuses in
                 statuses.contains { $0.name == "host" && $0.isWriter }
                     && statuses.contains { $0.name == "ext" }
@@ -203,7 +198,7 @@ extension HeavyEndToEnd {
                     && statuses.contains { $0.name == "ext" && $0.pid == ext.pid }
             }
             // The names are held again: a second host is still refused.
-            let second = try f.start("host", role: "host", lifecycle: "background", tracked: false)
+            let second = try await f.start("host", role: "host", lifecycle: "background", tracked: false)
             let refused = try await second.wait(timeout: .seconds(30))
             #expect(refused.status != 0)
             #expect(refused.stderr.contains("already running (pid \(host.pid))"), "\(refused.stderr)")
@@ -214,9 +209,9 @@ extension HeavyEndToEnd {
         func deletedWriterLock() async throws {
             let f = try await CoordinatorFixture(records: 2_000)
             try await f.client.adminSetFaults(["latencyMs": 20])
-            try f.start("host", role: "host", lifecycle: "foreground", batchSize: 100)
+            try await f.start("host", role: "host", lifecycle: "foreground", batchSize: 100)
             #expect(try await f.wait(["--writer", "host"]))
-            try f.start("ext", role: "extension", lifecycle: "foreground", batchSize: 100)
+            try await f.start("ext", role: "extension", lifecycle: "foreground", batchSize: 100)
             try await f.waitForStatus("ext to wait") { $0.contains { $0.name == "ext" && $0.isWaiting } }
             try FileManager.default.removeItem(atPath: f.dir + "/writer.lock")
             try await f.waitForLog("host", "the host to notice") { log in

@@ -12,12 +12,12 @@ extension HeavyEndToEnd {
         func sigtermReleasesFirst() async throws {
             let f = try await CoordinatorFixture(records: 5_000)
             try await f.client.adminSetFaults(["latencyMs": 20])
-            let host = try f.start("host", role: "host", lifecycle: "foreground", batchSize: 200)
+            let host = try await f.start("host", role: "host", lifecycle: "foreground", batchSize: 200)
             #expect(try await f.wait(["--writer", "host"]))
             try await f.waitForLog("host", "a committed page") { log in
                 (log.last { $0["event"] == "sync" }?["progress"]?.intValue ?? 0) > 0
             }
-            host.send(SIGTERM)
+            await host.send(SIGTERM)
             let result = try await host.wait(timeout: .seconds(60))
             #expect(result.status == 0, "\(result.stderr)")
             let events = f.log("host").compactMap { $0["event"]?.stringValue }
@@ -39,18 +39,15 @@ extension HeavyEndToEnd {
         func pairedHandOver(signalling: String) async throws {
             let f = try await CoordinatorFixture(records: 20_000)
             try await f.client.adminSetFaults(["latencyMs": 20])
-            try f.start("host", role: "host", lifecycle: "foreground")
+            try await f.start("host", role: "host", lifecycle: "foreground")
             #expect(try await f.wait(["--writer", "host"]))
-            try f.start("ext", role: "extension", lifecycle: "foreground")
+            try await f.start("ext", role: "extension", lifecycle: "foreground")
             // Mid-way: a few pages are in.
             await f.server.server.waitForRequests(f.server.server.requestCount + 4)
             if signalling == "echo" {
-                let shell = Process()
-                shell.executableURL = URL(fileURLWithPath: "/bin/sh")
-                shell.arguments = ["-c", "echo background > '\(f.dir)/lifecycle/host'"]
-                try shell.run()
-                shell.waitUntilExit()
-                #expect(shell.terminationStatus == 0)
+                let shell = try await BatonProcess(
+                    ["-c", "echo background > '\(f.dir)/lifecycle/host'"], executable: "/bin/sh")
+                #expect(try await shell.wait().status == 0)
             } else {
                 try await f.signal("host", "background")
             }
@@ -83,11 +80,11 @@ extension HeavyEndToEnd {
         func killedWriter() async throws {
             let f = try await CoordinatorFixture(records: 20_000)
             try await f.client.adminSetFaults(["latencyMs": 20])
-            let host = try f.start("host", role: "host", lifecycle: "foreground")
+            let host = try await f.start("host", role: "host", lifecycle: "foreground")
             #expect(try await f.wait(["--writer", "host"]))
-            try f.start("ext", role: "extension", lifecycle: "foreground")
+            try await f.start("ext", role: "extension", lifecycle: "foreground")
             await f.server.server.waitForRequests(f.server.server.requestCount + 4)
-            host.send(SIGKILL)
+            await host.send(SIGKILL)
             _ = try await host.wait()
             #expect(try await f.wait(["--writer", "ext"]))
             #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
@@ -115,9 +112,9 @@ extension HeavyEndToEnd {
         func priorityYield() async throws {
             let f = try await CoordinatorFixture(records: 5_000)
             try await f.client.adminSetFaults(["latencyMs": 30])
-            try f.start("ext", role: "extension", lifecycle: "foreground", batchSize: 200)
+            try await f.start("ext", role: "extension", lifecycle: "foreground", batchSize: 200)
             #expect(try await f.wait(["--writer", "ext"]))
-            try f.start("host", role: "host", lifecycle: "background", batchSize: 200)
+            try await f.start("host", role: "host", lifecycle: "background", batchSize: 200)
             #expect(try await f.wait(["--lifecycle", "host=background"]))
             try await f.signal("host", "foreground")
             #expect(try await f.wait(["--writer", "host"]))
@@ -138,8 +135,8 @@ extension HeavyEndToEnd {
         )
         func badInput() async throws {
             let f = try await CoordinatorFixture(records: 100)
-            let host = try f.start("host", role: "host", lifecycle: "background")
-            let ext = try f.start("ext", role: "extension", lifecycle: "background")
+            let host = try await f.start("host", role: "host", lifecycle: "background")
+            let ext = try await f.start("ext", role: "extension", lifecycle: "background")
             #expect(try await f.wait(["--lifecycle", "ext=background"]))
             #expect(try await f.wait(["--lifecycle", "host=background"]))
             let lifecycle = f.dir + "/lifecycle"
@@ -169,7 +166,7 @@ extension HeavyEndToEnd {
             let f = try await CoordinatorFixture(records: 2_000)
             // A stop deadline far past the wait below: a release within it comes from the stop
             // cancelling the held request, not from the deadline's interrupt.
-            try f.start(
+            try await f.start(
                 "host", role: "host", lifecycle: "foreground", batchSize: 100,
                 extra: ["--stop-deadline", "60"])
             #expect(try await f.wait(["--writer", "host"]))

@@ -18,7 +18,7 @@ struct NotesPairTests {
         let arguments =
             (swift == "/usr/bin/env" ? ["swift"] : [])
             + ["build", "--package-path", root + "/Examples/NotesPair", "--scratch-path", scratch]
-        let build = try BatonProcess(arguments, executable: swift)
+        let build = try await BatonProcess(arguments, executable: swift)
         let result = try await build.wait(timeout: .seconds(900))
         #expect(result.status == 0, "swift build of the example failed: \(result.stderr.suffix(2000))")
         return scratch + "/debug"
@@ -29,7 +29,7 @@ struct NotesPairTests {
     )
     func pair() async throws {
         let products = try await Self.build()
-        let serve = try BatonProcess(["serve", "--json", "--seed", "Account=20"])
+        let serve = try await BatonProcess(["serve", "--json", "--seed", "Account=20"])
         try await serve.waitForOutput("the server's address") { out, _ in out.contains("\n") }
         let first = try JSONValue(parsing: String(serve.stdout.split(separator: "\n")[0]))
         let url = try #require(first.value(atPath: "url")?.stringValue)
@@ -38,10 +38,10 @@ struct NotesPairTests {
         defer { try? FileManager.default.removeItem(atPath: temp) }
         let common = ["--dir", temp + "/d", "--server", url, "--token", token]
 
-        let host = try BatonProcess(
+        let host = try await BatonProcess(
             common + ["--lifecycle", "foreground"], executable: products + "/NotesHost", interactive: true)
         try await host.waitForOutput("the host's first sync") { out, _ in out.contains("count 20 local 0") }
-        let share = try BatonProcess(common, executable: products + "/NotesShare", interactive: true)
+        let share = try await BatonProcess(common, executable: products + "/NotesShare", interactive: true)
         try await share.waitForOutput("the share's live count") { out, _ in out.contains("count 20 local 0") }
 
         // 1. The host, as writer, adds and edits a note; it syncs up. 4. The extension sees it.
@@ -96,7 +96,7 @@ struct NotesPairTests {
         for app in [host, share] { app.closeInput() }
         #expect(try await host.wait(timeout: .seconds(60)).status == 0)
         #expect(try await share.wait(timeout: .seconds(60)).status == 0)
-        serve.send(SIGTERM)
+        await serve.send(SIGTERM)
         _ = try await serve.wait(timeout: .seconds(30))
     }
 

@@ -9,13 +9,13 @@ struct RetryStatusTests {
     @Test("an unreachable server: the sync fails with a clear error; status and syncs show the retry")
     func unreachableServer() async throws {
         let f = try await CoordinatorFixture(records: 0)
-        let participant = try BatonProcess(
+        let participant = try await BatonProcess(
             [
                 "participant", "--dir", f.dir, "--name", "host", "--role", "host", "--server",
                 "http://127.0.0.1:1", "--lifecycle", "foreground", "--sync-down",
                 "accounts:accounts:SELECT Id FROM Account",
             ], environment: ["BATON_TOKEN": "t"])
-        defer { participant.send(SIGTERM) }
+        defer { participant.sendDetached(SIGTERM) }
         let refused = "cannot reach http://127.0.0.1:1: connection refused"
         try await f.waitForStatus("a published retry of accounts") { statuses in
             statuses.contains {
@@ -38,7 +38,7 @@ struct RetryStatusTests {
         let f = try await CoordinatorFixture(records: 30)
         // The first attempt's query fails on each of the client's 4 tries; the retry succeeds.
         try await f.client.adminSetFaults(["failNext": 4])
-        try f.start("host", role: "host", lifecycle: "foreground")
+        try await f.start("host", role: "host", lifecycle: "foreground")
         try await f.waitForStatus("a published retry of accounts") { statuses in
             statuses.contains { $0.retrying.contains { $0.name == "accounts" } }
         }

@@ -8,11 +8,11 @@ extension HeavyEndToEnd {
         @Test("a participant's logs, status files, sync states and stderr never contain the token")
         func tokenNeverWritten() async throws {
             let f = try await CoordinatorFixture(records: 500)
-            let host = try f.start("host", role: "host", lifecycle: "foreground", batchSize: 100)
+            let host = try await f.start("host", role: "host", lifecycle: "foreground", batchSize: 100)
             #expect(try await f.wait(["--writer", "host"]))
             #expect(try await f.wait(["--sync", "accounts=done"]))
             // A participant with a wrong token fails its syncs: the error must not echo the token.
-            let stranger = try BatonProcess(
+            let stranger = try await BatonProcess(
                 [
                     "participant", "--dir", f.dir, "--name", "stranger", "--role", "extension", "--server",
                     f.server.url,
@@ -23,7 +23,7 @@ extension HeavyEndToEnd {
             try await f.signal("host", "background")
             try await f.signal("stranger", "foreground")
             #expect(try await f.wait(["--sync", "other=failed"], timeout: 120))
-            stranger.send(SIGTERM)
+            await stranger.send(SIGTERM)
             _ = try await stranger.wait()
             try await f.finish()
 

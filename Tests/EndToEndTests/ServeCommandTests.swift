@@ -8,8 +8,8 @@ import Testing
 struct ServeCommandTests {
     @Test("--json prints the URL and token; the token opens the API, its absence gets 401")
     func serveJSON() async throws {
-        let server = try BatonProcess(["serve", "--json", "--seed", "Account=1000"])
-        defer { server.send(SIGTERM) }
+        let server = try await BatonProcess(["serve", "--json", "--seed", "Account=1000"])
+        defer { server.sendDetached(SIGTERM) }
         try await server.waitForLine(containing: "\"url\"")
         let firstLine = try #require(server.stdout.split(separator: "\n").first)
         let info = try JSONValue(parsing: String(firstLine))
@@ -44,8 +44,8 @@ struct ServeCommandTests {
         let file = temp.path + "/schema.json"
         try #"{"objects": [{"name": "Invoice__c", "fields": [{"name": "Amount__c", "type": "currency"}]}]}"#
             .write(toFile: file, atomically: true, encoding: .utf8)
-        let server = try BatonProcess(["serve", "--json", "--schema", file])
-        defer { server.send(SIGTERM) }
+        let server = try await BatonProcess(["serve", "--json", "--schema", file])
+        defer { server.sendDetached(SIGTERM) }
         try await server.waitForLine(containing: "\"url\"")
         let info = try JSONValue(parsing: String(try #require(server.stdout.split(separator: "\n").first)))
         let client = RESTClient(

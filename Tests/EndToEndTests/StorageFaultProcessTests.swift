@@ -33,7 +33,7 @@ extension HeavyEndToEnd {
         @Test("a tiny stop deadline interrupts page saves six times over; every record arrives")
         func tinyStopDeadline() async throws {
             let f = try await CoordinatorFixture(records: 20_000)
-            try f.start(
+            try await f.start(
                 "host", role: "host", lifecycle: "foreground", batchSize: 2000,
                 extra: ["--stop-deadline", "0.001"])
             var flips = 0
@@ -80,7 +80,7 @@ extension HeavyEndToEnd {
             let f = try await CoordinatorFixture(records: 20_000)
             try await f.client.adminSetFaults(["latencyMs": 10])
             let faultFile = f.temp.path + "/disk-full"
-            try f.start(
+            try await f.start(
                 "host", role: "host", lifecycle: "foreground", batchSize: 500,
                 extra: ["--storage-fault-file", faultFile, "--retry-delay", "0.1"])
             try await f.waitForLog("host", "a few committed pages") { log in
@@ -106,7 +106,7 @@ extension HeavyEndToEnd {
         func foreignLockPastBusyTimeout() async throws {
             let f = try await CoordinatorFixture(records: 20_000)
             try await f.client.adminSetFaults(["latencyMs": 5])
-            let host = try f.start(
+            let host = try await f.start(
                 "host", role: "host", lifecycle: "foreground", batchSize: 200,
                 extra: ["--busy-timeout", "2", "--retry-delay", "0.1"])
             try await f.waitForLog("host", "a few committed pages") { log in
@@ -133,13 +133,13 @@ extension HeavyEndToEnd {
         func stopAndHandOverUnderForeignLock() async throws {
             let f = try await CoordinatorFixture(records: 20_000)
             try await f.client.adminSetFaults(["latencyMs": 5])
-            try f.start(
+            try await f.start(
                 "host", role: "host", lifecycle: "foreground", batchSize: 200,
                 extra: ["--stop-deadline", "1", "--busy-timeout", "10"])
             try await f.waitForLog("host", "a few committed pages") { log in
                 (log.last { $0["event"] == "sync" }?["progress"]?.intValue ?? 0) >= 10
             }
-            try f.start(
+            try await f.start(
                 "ext", role: "extension", lifecycle: "foreground", batchSize: 200,
                 extra: ["--busy-timeout", "0.3", "--retry-delay", "0.1"])
             #expect(try await f.wait(["--lifecycle", "ext=foreground"]))
@@ -179,7 +179,7 @@ extension HeavyEndToEnd {
         func deletedStoreFile() async throws {
             let f = try await CoordinatorFixture(records: 20_000)
             try await f.client.adminSetFaults(["latencyMs": 10])
-            try f.start("host", role: "host", lifecycle: "foreground", batchSize: 200)
+            try await f.start("host", role: "host", lifecycle: "foreground", batchSize: 200)
             try await f.waitForLog("host", "a few committed pages") { log in
                 (log.last { $0["event"] == "sync" }?["progress"]?.intValue ?? 0) >= 5
             }

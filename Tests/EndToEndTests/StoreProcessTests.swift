@@ -10,8 +10,11 @@ struct StoreProcessTests {
     func concurrentSetup() async throws {
         let temp = try TemporaryDirectory()
         let dir = temp.path + "/shared"
-        let processes = try (0..<6).map { _ in
-            try BatonProcess(["store", "soup", "create", "--dir", dir, "accounts", "--index", "Id"])
+        var processes: [BatonProcess] = []
+        for _ in 0..<6 {
+            processes.append(
+                try await BatonProcess(["store", "soup", "create", "--dir", dir, "accounts", "--index", "Id"])
+            )
         }
         for process in processes {
             let result = try await process.wait()
@@ -41,7 +44,7 @@ struct StoreProcessTests {
             stdin: "{\"Id\":\"1\"}\n{\"Id\":\"2\"}\n")
         #expect(committed.status == 0, "stderr: \(committed.stderr)")
 
-        let holder = try BatonProcess(
+        let holder = try await BatonProcess(
             [
                 "store", "upsert", "--dir", dir, "--soup", "accounts", "--hold-transaction", "{\"Id\":\"3\"}",
                 "{\"Id\":\"4\"}",
@@ -55,7 +58,7 @@ struct StoreProcessTests {
         #expect(during.status == 0, "stderr: \(during.stderr)")
         #expect(during.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "2")
 
-        holder.send(SIGKILL)
+        await holder.send(SIGKILL)
         let killed = try await holder.wait()
         #expect(killed.signaled)
 

@@ -23,17 +23,17 @@ extension HeavyEndToEnd {
             let f = try await CoordinatorFixture(records: 20_000)
             // About 100 pages of 200, 50 ms each: the sync is well under way when the host freezes.
             try await f.client.adminSetFaults(["latencyMs": 50])
-            let host = try f.start(
+            let host = try await f.start(
                 "host", role: "host", lifecycle: "foreground", batchSize: 200, extra: ["--lease-term", "1"])
             #expect(try await f.wait(["--writer", "host"]))
-            try f.start(
+            try await f.start(
                 "ext", role: "extension", lifecycle: "foreground", batchSize: 200,
                 extra: ["--lease-term", "1"])
             try await f.waitForStatus("ext waiting") { $0.contains { $0.name == "ext" && $0.isWaiting } }
             try await f.waitForLog("host", "a few committed pages") { log in
                 (log.last { $0["event"] == "sync" }?["progress"]?.intValue ?? 0) >= 10
             }
-            host.send(SIGSTOP)
+            await host.send(SIGSTOP)
             #expect(try await f.wait(["--writer", "ext"], timeout: 30))
             let takeover = try #require(f.log("ext").first { $0["event"] == "lease.takeover" })
             #expect(takeover["holder"] == "host")
@@ -47,7 +47,7 @@ extension HeavyEndToEnd {
             let extLog = f.log("ext")
             #expect(extLog.contains { $0["event"] == "syncs.recovered" })
 
-            host.send(SIGCONT)
+            await host.send(SIGCONT)
             try await f.waitForLog("host", "the fenced release") { log in
                 log.contains { $0["event"] == "lease.released" && $0["reason"] == "fenced" }
             }
@@ -82,11 +82,11 @@ extension HeavyEndToEnd {
             // About 100 pages of 200, 50 ms each: the sync is well under way when the host freezes.
             try await f.client.adminSetFaults(["latencyMs": 50])
             let faultFile = f.temp.path + "/fault"
-            let host = try f.start(
+            let host = try await f.start(
                 "host", role: "host", lifecycle: "foreground", batchSize: 200,
                 extra: ["--lease-term", "1", "--storage-fault-file", faultFile])
             #expect(try await f.wait(["--writer", "host"]))
-            try f.start(
+            try await f.start(
                 "ext", role: "extension", lifecycle: "foreground", batchSize: 200,
                 extra: ["--lease-term", "1"])
             try await f.waitForStatus("ext waiting") { $0.contains { $0.name == "ext" && $0.isWaiting } }
@@ -108,7 +108,7 @@ extension HeavyEndToEnd {
             // Nobody could write meanwhile: the host still holds the lease in the store.
             #expect(!f.log("ext").contains { $0["event"] == "lease.acquired" })
 
-            host.send(SIGCONT)
+            await host.send(SIGCONT)
             // The takeover completes once the host's transaction commits; the host, fenced,
             // waits again, and (having the higher priority) gets the lease back from ext.
             try await f.waitForLog("ext", "the takeover") { log in

@@ -9,15 +9,15 @@ extension HeavyEndToEnd {
         func watch() async throws {
             let f = try await CoordinatorFixture(records: 2_000)
             try await f.client.adminSetFaults(["latencyMs": 20])
-            try f.start("host", role: "host", lifecycle: "background", batchSize: 200)
+            try await f.start("host", role: "host", lifecycle: "background", batchSize: 200)
             #expect(try await f.wait(["--lifecycle", "host=background"]))
-            let watcher = try BatonProcess(["watch", "--dir", f.dir, "--json"])
+            let watcher = try await BatonProcess(["watch", "--dir", f.dir, "--json"])
             try await watcher.waitForLine(containing: "changeSequence")
             try await f.signal("host", "foreground")
             try await watcher.waitForOutput("the soup at 2000 records") { out, _ in
                 out.contains("\"accounts\":2000")
             }
-            watcher.send(SIGTERM)
+            await watcher.send(SIGTERM)
             _ = try await watcher.wait()
             let lines = watcher.stdout.split(separator: "\n").compactMap {
                 try? JSONValue(parsing: String($0))

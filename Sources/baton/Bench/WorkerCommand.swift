@@ -1,10 +1,5 @@
 import ArgumentParser
-import BatonCoordinator
-import BatonREST
-import BatonStore
-import BatonSync
-import Foundation
-import Logging
+import BatonHarness
 
 /// Child processes of `baton bench`: one contention writer, or one sync down measured for
 /// peak RSS. Hidden: not a user command.
@@ -23,98 +18,10 @@ struct BenchWorkerCommand: AsyncParsableCommand {
     @Flag(name: .customLong("wait-for-go")) var waitForGo = false
 
     func run() async throws {
-        var logger = Logger(label: "baton.bench.worker")
-        logger.logLevel = .critical
-        let shared = try SharedDirectory(path: dir)
-        let store = try SharedStore.open(directory: shared, logger: logger)
-        switch mode {
-        case "lease", "busy":
-            try store.registerSoup("writes", indexSpecs: [])
-            var latencies: [Double] = []
-            var errors = 0
-            let lease = try WriterLease(directory: shared, store: store, name: name)
-            if waitForGo {
-                CLIOutput.line("ready")
-                _ = readLine()
-            }
-            let clock = ContinuousClock()
-            let started = clock.now
-            var index = 0
-            while index < writes {
-                // Lease mode takes turns: hold the lease for a burst of writes, release, and let
-                // another process go first. Each write's latency runs from when it was ready.
-                let ready = clock.now
-                do {
-                    if mode == "lease" {
-                        let held = try await lease.acquire()
-                        var readyAt = ready
-                        for _ in 0..<min(burst, writes - index) {
-                            let row: JSONObject = ["w": .string(name), "i": .int(Int64(index))]
-                            try await store.write(held.access) { try $0.upsert(row, into: "writes") }
-                            latencies.append(BenchStats.seconds(clock.now - readyAt) * 1000)
-                            readyAt = clock.now
-                            index += 1
-                        }
-                        lease.release(held)
-                        if pauseMicroseconds > 0 {
-                            try await Task.sleep(for: .microseconds(pauseMicroseconds))
-                        }
-                    } else {
-                        let row: JSONObject = ["w": .string(name), "i": .int(Int64(index))]
-                        try await store.writeUnleased { try $0.upsert(row, into: "writes") }
-                        latencies.append(BenchStats.seconds(clock.now - ready) * 1000)
-                        index += 1
-                    }
-                } catch {
-                    if errors == 0 { CLIOutput.warn("bench worker \(name): \(error)") }
-                    errors += 1
-                    index += 1
-                }
-            }
-            CLIOutput.json([
-                "writes": .int(Int64(latencies.count)), "errors": .int(Int64(errors)),
-                "elapsedMs": .double(BenchStats.seconds(clock.now - started) * 1000),
-                "latenciesMs": .array(latencies.map { .double(BenchStats.round($0, 1000)) }),
-            ])
-        case "reader":
-            // Subscribed before it says ready: no commit after that is missed.
-            var changes = try store.changes().makeAsyncIterator()
-            CLIOutput.line("ready")
-            var heard: [JSONValue] = []
-            while let sequence = await changes.next() {
-                heard.append([.int(sequence), .int(Int64(MonotonicClock.nanos()))])
-                if sequence >= Int64(writes) { break }
-            }
-            CLIOutput.json(["heard": .array(heard)])
-        case "syncdown":
-            let client = RESTClient(baseURL: server ?? "", token: "bench")
-            let manager = SyncManager(
-                store: store, access: .unleased, targetFactory: RESTTargetFactory(client: client),
-                logger: logger)
-            let target = try SoqlSyncDownTarget(
-                client: client, query: "SELECT Id, Name, Number__c, Description FROM Account", batchSize: 2000
-            )
-            let count = try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await manager.run() }
-                defer { group.cancelAll() }
-                let sync = try await manager.syncDown(target: target, soupName: "accounts")
-                _ = await manager.waitForSync(id: sync.id)
-                return try store.count(in: "accounts")
-            }
-            // VmHWM is this address space's peak; getrusage's ru_maxrss can carry the spawning
-            // parent's peak across fork and exec.
-            CLIOutput.json(["records": .int(Int64(count)), "maxRSSKiB": .int(Int64(Self.peakResidentKiB()))])
-        default:
-            throw ValidationError("unknown mode \(mode)")
-        }
-    }
-
-    /// `VmHWM` from /proc/self/status, in KiB.
-    static func peakResidentKiB() -> Int {
-        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-        for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
-            return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
-        }
-        return 0
+        let worker = BenchWorker(
+            mode: mode, dir: dir, writes: writes, burst: burst, pauseMicroseconds: pauseMicroseconds,
+            name: name,
+            server: server, waitForGo: waitForGo)
+        try await worker.run(output: CLIOutput.line)
     }
 }

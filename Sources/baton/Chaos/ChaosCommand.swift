@@ -1,4 +1,5 @@
 import ArgumentParser
+import BatonHarness
 import BatonStore
 import Foundation
 
@@ -58,86 +59,21 @@ struct ChaosCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let seed = self.seed ?? UInt64.random(in: 1...999_999)
-        let run = try ChaosRun(
-            options: .init(
-                seed: seed, rounds: rounds, participants: participants, records: records, keep: keep,
-                sabotage: sabotage))
-        let json = self.json
-        run.progress = { line in
-            if json {
-                FileHandle.standardError.write(Data((line + "\n").utf8))
-            } else {
-                CLIOutput.line(line)
-            }
-        }
+        let options = ChaosRun.Options(
+            seed: seed ?? UInt64.random(in: 1...999_999), rounds: rounds, participants: participants,
+            records: records, keep: keep, sabotage: sabotage, baton: ChildProcesses.executablePath)
         let interrupt = ChildProcesses.exitOnInterrupt()
         defer { interrupt.cancel() }
-        let started = ContinuousClock.now
-        var violations: [ChaosViolation] = []
-        do {
-            try await run.play()
-        } catch let violation as ChaosViolation {
-            violations.append(violation)
-        } catch {
-            violations.append(ChaosViolation(round: 0, invariant: "the run could finish", detail: "\(error)"))
+        let json = self.json
+        let outcome = try await ChaosRun.execute(options) { line in
+            // With --json, stdout carries only the summary.
+            if json { CLIOutput.stderrLine(line) } else { CLIOutput.line(line) }
         }
-        await run.shutdown()
-        let elapsed = ContinuousClock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        let passed = violations.isEmpty
-        var reproduce =
-            "baton chaos --seed \(seed) --rounds \(rounds) --records \(records) --participants \(run.members.count)"
-        if !passed { reproduce += " --keep DIR" }
-        let summary: JSONObject = [
-            "passed": .bool(passed), "seed": .int(Int64(seed)), "rounds": .int(Int64(rounds)),
-            "participants": .int(Int64(run.members.count)), "records": .int(Int64(records)),
-            "faults": .object(
-                Dictionary(
-                    uniqueKeysWithValues: ChaosFault.allCases.map {
-                        ($0.rawValue, JSONValue.int(Int64(run.faults[$0] ?? 0)))
-                    })),
-            "handOvers": .int(Int64(run.handOvers)), "kills": .int(Int64(run.kills)),
-            "interruptedStops": .int(Int64(run.interruptedStops)),
-            "takeovers": .int(Int64(run.takeovers)), "falseTakeovers": .int(Int64(run.falseTakeovers)),
-            "takeoverMaxMs": run.takeoverMillis.max().map { .double(($0 * 10).rounded() / 10) } ?? .null,
-            "frozenInTransactionNamed": .int(Int64(run.blockedDiagnoses)),
-            "thawed": .int(Int64(run.thawed)), "missedFreezes": .int(Int64(run.missedFreezes)),
-            "localEdits": .int(Int64(run.editCount)), "localCreates": .int(Int64(run.createCount)),
-            "violations": .array(
-                violations.map { violation in
-                    [
-                        "round": .int(Int64(violation.round)), "invariant": .string(violation.invariant),
-                        "detail": .string(violation.detail),
-                    ]
-                }),
-            "reproduce": .string(reproduce),
-            "seconds": .double((seconds * 10).rounded() / 10),
-        ]
-        if passed { run.removeDirectory() }
         if json {
-            CLIOutput.json(.object(summary))
+            CLIOutput.json(.object(outcome.summary))
         } else {
-            let counts = ChaosFault.allCases.map { "\($0.rawValue) \(run.faults[$0] ?? 0)" }
-            CLIOutput.line("faults: " + counts.joined(separator: ", "))
-            CLIOutput.line(
-                "\(run.handOvers) hand-overs, \(run.kills) writers killed, \(run.interruptedStops) stops past their deadline, \(run.editCount) local edits and \(run.createCount) local creates"
-            )
-            let slowest = run.takeoverMillis.max().map { String(format: "%.0f ms", $0) } ?? "-"
-            CLIOutput.line(
-                "\(run.takeovers) takeovers (\(run.falseTakeovers) of a holder that was not frozen; slowest freeze-writer takeover \(slowest)), \(run.blockedDiagnoses) writers named frozen inside a transaction, \(run.thawed) thawed writers stepped down"
-            )
-            if passed {
-                CLIOutput.line(
-                    "chaos passed: seed \(seed), \(rounds) rounds, every invariant held (\(String(format: "%.0f", seconds)) s)"
-                )
-            }
+            for line in outcome.lines { CLIOutput.line(line) }
         }
-        if let violation = violations.first {
-            throw CLIError(
-                message:
-                    "chaos failed at \(violation.description)\nreproduce: \(reproduce)\nfiles kept in \(run.workPath)"
-            )
-        }
+        if let failure = outcome.failure { throw CLIError(message: failure) }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BatonCoordinator
+import BatonHarness
 import BatonStore
 import Foundation
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BatonHarness
 import BatonStore
 import Foundation
 
@@ -34,7 +35,9 @@ struct DemoCommand: AsyncParsableCommand {
 
     func run() async throws {
         let view = LiveView(enabled: !json)
-        let demo = try DemoRun(records: records, batchSize: batchSize, keep: keep, view: view)
+        let demo = try DemoRun(
+            records: records, batchSize: batchSize, keep: keep, view: view,
+            baton: ChildProcesses.executablePath)
         let interrupt = ChildProcesses.exitOnInterrupt()
         defer { interrupt.cancel() }
         let summary: DemoSummary

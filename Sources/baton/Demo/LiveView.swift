@@ -1,10 +1,11 @@
+import BatonHarness
 import BatonStore
 import Foundation
 import Synchronization
 
 /// The demo's progress on the terminal: a redrawn status block on a TTY (who holds the baton,
 /// each sync's status, a progress bar), plain timestamped lines otherwise.
-final class LiveView: Sendable {
+final class LiveView: DemoView {
     let enabled: Bool
     let isTerminal: Bool
     let start = ContinuousClock.now

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BatonHarness
 import BatonServer
 import BatonStore
 import Logging
@@ -37,7 +38,7 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let token = self.token ?? Self.generateToken()
+        let token = self.token ?? ReferenceServer.generateToken()
         let server: ReferenceServer
         let known: ServerSchema
         do {
@@ -69,15 +70,6 @@ struct ServeCommand: AsyncParsableCommand {
                 )
             }
         }
-    }
-
-    static func generateToken() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<4).map { _ in
-            let value = generator.next() as UInt64
-            let hex = String(value, radix: 16)
-            return String(repeating: "0", count: 16 - hex.count) + hex
-        }.joined()
     }
 
     struct Seed {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BatonHarness
 import BatonStore
 
 struct StoreQueryCommand: ParsableCommand {

@@ -1,12 +1,6 @@
 import BatonStore
 import Foundation
 
-/// A failure the CLI reports as one line and an exit code.
-struct CLIError: Error {
-    var message: String
-    var exitCode: Int32 = 1
-}
-
 /// Where the CLI's output goes; libraries never print.
 enum CLIOutput {
     /// Prints one line to stdout and flushes, so a reader on a pipe sees it at once.
@@ -23,6 +17,11 @@ enum CLIOutput {
     static func fail(_ message: String, code: Int32 = 1) -> Never {
         FileHandle.standardError.write(Data("baton: error: \(message)\n".utf8))
         exit(code)
+    }
+
+    /// Prints one line to stderr as it is (progress beside a JSON result on stdout).
+    static func stderrLine(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
     }
 
     /// Prints a warning line to stderr.

@@ -27,12 +27,15 @@ enum BenchStats {
 
 /// A reference server, a temp directory and helpers the scenarios share.
 final class BenchEnvironment: @unchecked Sendable {
+    /// The `baton` executable the child processes run.
+    let baton: String
     let server: RunningServer
     let client: RESTClient
     let root: String
     var counter = 0
 
-    init() async throws {
+    init(baton: String) async throws {
+        self.baton = baton
         var quiet = Logger(label: "baton.bench.server")
         quiet.logLevel = .critical
         server = try await ReferenceServer.start(.init(token: "bench"), logger: quiet)

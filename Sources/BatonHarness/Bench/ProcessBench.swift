@@ -39,11 +39,16 @@ struct ProcessBench {
     ) async throws -> (latencies: [Double], errors: Int, seconds: Double) {
         let shared = try env.freshDirectory()
         _ = try SharedStore.open(directory: shared, logger: env.quietLogger())
-        let workers = try (0..<processes).map { index in
-            try WorkerProcess([
-                "--mode", mode, "--dir", shared.path, "--writes", String(writes), "--name", "w\(index)",
-                "--wait-for-go",
-            ])
+        var workers: [WorkerProcess] = []
+        for index in 0..<processes {
+            workers.append(
+                try await WorkerProcess(
+                    env,
+                    [
+                        "--mode", mode, "--dir", shared.path, "--writes", String(writes), "--name",
+                        "w\(index)",
+                        "--wait-for-go",
+                    ]))
         }
         for worker in workers { try await worker.ready() }
         let clock = ContinuousClock()
@@ -63,9 +68,11 @@ struct ProcessBench {
     static func peakRSS(_ env: BenchEnvironment, records: Int) async throws -> Int {
         try await env.reseed(records, bytes: 400)
         let shared = try env.freshDirectory()
-        let output = try await runWorker([
-            "--mode", "syncdown", "--dir", shared.path, "--server", env.server.url,
-        ])
+        let output = try await runWorker(
+            env,
+            [
+                "--mode", "syncdown", "--dir", shared.path, "--server", env.server.url,
+            ])
         guard output.value(atPath: "records")?.intValue == Int64(records) else {
             throw CLIError(
                 message:
@@ -76,70 +83,41 @@ struct ProcessBench {
     }
 
     /// Runs `baton bench-worker ARGS` and parses its last JSON line.
-    static func runWorker(_ arguments: [String]) async throws -> JSONValue {
-        try await WorkerProcess(arguments).result()
+    static func runWorker(_ env: BenchEnvironment, _ arguments: [String]) async throws -> JSONValue {
+        try await WorkerProcess(env, arguments).result()
     }
 }
 
 /// A `baton bench-worker` child and the lines it prints: `ready` once set up (with
 /// `--wait-for-go`), its JSON result last.
 final class WorkerProcess: Sendable {
-    private let process: Process
-    private let input: Pipe
-    private let lines: AsyncStream<String>
+    private let process: ChildProcess
     private let arguments: [String]
 
-    init(_ arguments: [String]) throws {
+    init(_ env: BenchEnvironment, _ arguments: [String]) async throws {
         self.arguments = arguments
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: ChildProcesses.executablePath)
-        process.arguments = ["bench-worker"] + arguments
-        let output = Pipe()
-        input = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = input
-        let (lines, continuation) = AsyncStream.makeStream(of: String.self)
-        self.lines = lines
-        try ChildProcesses.shared.run(process)
-        // Read on a thread of its own, line by line, to end of file.
-        let reader = output.fileHandleForReading
-        Thread.detachNewThread {
-            var pending = Data()
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { break }
-                pending.append(chunk)
-                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                    continuation.yield(String(decoding: pending[..<newline], as: UTF8.self))
-                    pending = Data(pending[pending.index(after: newline)...])
-                }
-            }
-            if !pending.isEmpty { continuation.yield(String(decoding: pending, as: UTF8.self)) }
-            continuation.finish()
-        }
+        process = try await ChildProcess.start(
+            env.baton, ["bench-worker"] + arguments, input: .interactive, stdout: .collect)
     }
 
     /// Returns once the worker printed `ready`.
     func ready() async throws {
-        for await line in lines where line == "ready" { return }
+        for await line in process.lines where line == "ready" { return }
         throw failure()
     }
 
     /// Lets a worker waiting in `--wait-for-go` start.
     func go() {
-        try? input.fileHandleForWriting.write(contentsOf: Data("go\n".utf8))
-        try? input.fileHandleForWriting.close()
+        process.write("go\n")
+        process.closeInput()
     }
 
     /// Waits for the worker to exit and parses its last line.
     func result() async throws -> JSONValue {
-        try? input.fileHandleForWriting.close()
+        process.closeInput()
         var last: String?
-        for await line in lines { last = line }
-        process.waitUntilExit()
-        ChildProcesses.shared.forget(process.processIdentifier)
-        guard process.terminationStatus == 0, let last else { throw failure() }
+        for await line in process.lines { last = line }
+        guard await process.wait().isSuccess, let last else { throw failure() }
         return try JSONValue(parsing: last)
     }
 

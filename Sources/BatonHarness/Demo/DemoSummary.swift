@@ -5,7 +5,7 @@ import Foundation
 import Logging
 
 /// The demo's verdict: each check with what it measured.
-struct DemoSummary {
+public struct DemoSummary: Sendable {
     struct Check {
         var name: String
         var passed: Bool
@@ -14,7 +14,7 @@ struct DemoSummary {
 
     var checks: [Check] = []
     var figures: JSONObject = [:]
-    var passed: Bool { checks.allSatisfy(\.passed) }
+    public var passed: Bool { checks.allSatisfy(\.passed) }
 
     static func check(_ run: DemoRun) async throws -> DemoSummary {
         var summary = DemoSummary()
@@ -131,7 +131,7 @@ struct DemoSummary {
         checks.append(Check(name: name, passed: passed, detail: detail))
     }
 
-    var jsonValue: JSONValue {
+    public var jsonValue: JSONValue {
         var object = figures
         object["passed"] = .bool(passed)
         object["checks"] = .array(
@@ -141,7 +141,7 @@ struct DemoSummary {
         return .object(object)
     }
 
-    var lines: [String] {
+    public var lines: [String] {
         ["", "summary:"]
             + checks.map {
                 "  \($0.passed ? "✔" : "✘") \($0.name.padding(toLength: 28, withPad: " ", startingAt: 0)) \($0.detail)"

@@ -24,9 +24,11 @@ enum ReadersBench {
         let store = try SharedStore.open(directory: shared, logger: env.quietLogger())
         try store.registerSoup("pages", indexSpecs: [IndexSpec(path: "n", type: .integer)])
         let first = try store.changeSequence()
-        let reader = try WorkerProcess([
-            "--mode", "reader", "--dir", shared.path, "--writes", String(first + Int64(commits)),
-        ])
+        let reader = try await WorkerProcess(
+            env,
+            [
+                "--mode", "reader", "--dir", shared.path, "--writes", String(first + Int64(commits)),
+            ])
         try await reader.ready()
         var started: [Int64: (begin: UInt64, end: UInt64)] = [:]
         for index in 0..<commits {

@@ -70,10 +70,10 @@ extension ChaosRun {
         case .killMidPage:
             let victim = try await untilSyncRuns(round: round, after: marks, progressed: false)
             try await Task.sleep(for: .milliseconds(random.int(0...100)))  // a random point in the request
-            try killAndRestart(victim)
+            try await killAndRestart(victim)
         case .killBetweenPages:
             let victim = try await untilSyncRuns(round: round, after: marks, progressed: true)
-            try killAndRestart(victim)
+            try await killAndRestart(victim)
         case .killAfterServerCommit:
             let committed = await finishes(within: .seconds(60)) {
                 await server.waitForWritesCommitted(writesBefore + 1)
@@ -85,17 +85,17 @@ extension ChaosRun {
             }
             // The server has committed the batch and holds its answer: the writer dies waiting.
             guard let victim = currentWriter ?? expectedWriter else { return }
-            try killAndRestart(victim)
+            try await killAndRestart(victim)
         case .stopAndContinue:
             let victim = try await untilSyncRuns(round: round, after: marks, progressed: false)
-            kill(victim.pid, SIGSTOP)
+            await victim.process?.send(SIGSTOP)
             if random.chance(0.5), let other = active.filter({ $0 !== victim }).randomElement(using: &random)
             {
                 // Ask for a hand-over the stopped writer can only act on once it runs again.
                 try arrange(foreground: [other])
             }
             try await Task.sleep(for: .milliseconds(random.int(200...1500)))  // how long it stays stopped
-            kill(victim.pid, SIGCONT)
+            await victim.process?.send(SIGCONT)
         case .serverError, .droppedConnection, .droppedAfterCommit:
             let target = faultsBefore + expectedFaults
             let fired = await finishes(within: .seconds(60)) { await server.waitForFaultsInjected(target) }
@@ -161,7 +161,7 @@ extension ChaosRun {
     func stopDeadlineInterrupt(round: Int) async throws {
         let previous = currentWriter ?? expectedWriter
         let victim = active.filter { $0 !== previous }.randomElement(using: &random)!
-        try restartGracefully(victim, stopDeadline: "0.001")
+        try await restartGracefully(victim, stopDeadline: "0.001")
         let most = max(1, min(600, options.records))
         try await client.adminTouch(
             type: "Account", count: random.int(min(200, most)...most),
@@ -195,19 +195,18 @@ extension ChaosRun {
         try await until(round: round, "\(victim.name) to let go of the lease") {
             victim.log.events().dropFirst(marks[victim.name] ?? 0).contains { $0.event == "lease.released" }
         }
-        try restartGracefully(victim, stopDeadline: "2")
+        try await restartGracefully(victim, stopDeadline: "2")
     }
 
     /// SIGTERM (the participant releases what it holds and exits), then start it again with
     /// this stop deadline (seconds).
-    func restartGracefully(_ member: Member, stopDeadline: String) throws {
-        if let process = member.process, process.isRunning {
-            kill(process.processIdentifier, SIGTERM)
-            process.waitUntilExit()
-            ChildProcesses.shared.forget(process.processIdentifier)
+    func restartGracefully(_ member: Member, stopDeadline: String) async throws {
+        if let process = member.process {
+            await process.send(SIGTERM)
+            await process.wait()
         }
         member.stopDeadline = stopDeadline
-        try start(member)
+        try await start(member)
     }
 
     /// Picks a new writer (never the current one) and sometimes a lower-priority member that
@@ -248,19 +247,17 @@ extension ChaosRun {
     }
 
     /// SIGKILL, then start the participant again under the same name (an app relaunch).
-    func killAndRestart(_ member: Member) throws {
-        guard let process = member.process, process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        ChildProcesses.shared.forget(process.processIdentifier)
+    func killAndRestart(_ member: Member) async throws {
+        guard let process = member.process, await process.send(SIGKILL) else { return }
+        await process.wait()
         kills += 1
-        try start(member)
+        try await start(member)
     }
 
     /// Everything back to normal: faults off, nobody stopped, the server up.
     func recover() async throws {
         try? FileManager.default.removeItem(atPath: diskFullPath)
-        for member in active where member.process?.isRunning == true { kill(member.pid, SIGCONT) }
+        for member in active { await member.process?.send(SIGCONT) }
         if server == nil { try await startServer() }
         try await client.adminClearFaults()
         try await client.adminSetFaults(["latencyMs": 5])

@@ -24,7 +24,7 @@ extension ChaosRun {
     /// 1-3 rounds later (``thawIfDue(round:)``).
     func freezeWriter(_ victim: Member, round: Int) async throws {
         let mark = victim.log.count
-        kill(victim.pid, SIGSTOP)
+        await victim.process?.send(SIGSTOP)
         let frozenAt = ContinuousClock.now
         let peer = active.filter { $0 !== victim }.randomElement(using: &random)!
         let peerMark = peer.log.count
@@ -80,7 +80,7 @@ extension ChaosRun {
                 }
         }
         blockedDiagnoses += 1
-        kill(pid, SIGCONT)
+        await victim.process?.send(SIGCONT)
         // Resumed, the victim commits its transaction; then either the takeover completes (the
         // victim is fenced), or the victim, told it is in the background, releases first.
         try await until(round: round, "\(peer.name) to hold the lease once \(victim.name) was resumed") {
@@ -96,7 +96,7 @@ extension ChaosRun {
     func thawIfDue(round: Int, force: Bool = false) async throws {
         guard let frozen, force || round >= frozen.thawRound || active.count < 2 else { return }
         self.frozen = nil
-        kill(frozen.member.pid, SIGCONT)
+        await frozen.member.process?.send(SIGCONT)
         try await untilSteppedDown(frozen.member, after: frozen.mark, round: round)
         thawed += 1
     }
@@ -123,18 +123,34 @@ extension ChaosRun {
             let events = member.log.events()
             let seen = takeoversScanned[member.name] ?? 0
             takeoversScanned[member.name] = events.count
-            for event in events.dropFirst(seen) where event.event == "lease.takeover" {
-                takeovers += 1
-                let state = event["holderState"]?.stringValue ?? "unknown"
-                if state != "stopped" && state != "hung" {
-                    falseTakeovers += 1
-                    throw ChaosViolation(
-                        round: round, invariant: "no takeover of a live holder",
-                        detail:
-                            "\(member.name) took epoch \(event["from"]?.intValue ?? 0) over from \(event["holder"]?.stringValue ?? "?"), which was \(state)"
-                    )
-                }
+            let found = Self.takeovers(in: events.dropFirst(seen))
+            takeovers += found.count
+            if let live = found.first(where: { !$0.holderWasFrozen }) {
+                falseTakeovers += 1
+                throw ChaosViolation(
+                    round: round, invariant: "no takeover of a live holder",
+                    detail:
+                        "\(member.name) took epoch \(live.epoch) over from \(live.holder), which was \(live.holderState)"
+                )
             }
+        }
+    }
+
+    /// A `lease.takeover` a participant logged.
+    struct Takeover: Equatable {
+        var epoch: Int64
+        var holder: String
+        var holderState: String
+        /// Stopped in the kernel or hung: the only holders that may be taken over.
+        var holderWasFrozen: Bool { holderState == "stopped" || holderState == "hung" }
+    }
+
+    /// The takeovers among `events`.
+    static func takeovers(in events: some Sequence<JSONObject>) -> [Takeover] {
+        events.filter { $0.event == "lease.takeover" }.map {
+            Takeover(
+                epoch: $0["from"]?.intValue ?? 0, holder: $0["holder"]?.stringValue ?? "?",
+                holderState: $0["holderState"]?.stringValue ?? "unknown")
         }
     }
 }

@@ -15,10 +15,18 @@ extension ChaosRun {
             (try $0.leaseHistory(), try $0.commitLog(), try $0.integrityCheck())
         }
         let history = LeaseHistory.fold(recorded, record: HeartbeatRecord.read(at: shared.writerLockPath))
+        try Self.checkStore(round: round, history: history, commits: commits, integrity: integrity)
+    }
+
+    /// The lease history is sound (no overlap, epochs increase), every commit came from the holder
+    /// of its epoch (every writer in a chaos run goes through the lease, so an unleased commit is
+    /// a violation), and `integrity_check` said ok.
+    static func checkStore(round: Int, history: [LeaseRecord], commits: [CommitRecord], integrity: String)
+        throws
+    {
         if let violation = LeaseAudit.check(history).first {
             throw ChaosViolation(round: round, invariant: "lease history", detail: violation.description)
         }
-        // Every writer in a chaos run goes through the lease, so an unleased commit is a violation.
         if let violation = LeaseAudit.checkCommits(commits, history: history, strict: true).violations.first {
             throw ChaosViolation(
                 round: round, invariant: "commits under the lease", detail: violation.description)
@@ -32,16 +40,22 @@ extension ChaosRun {
     /// stop one).
     func checkNoCrash(round: Int) throws {
         for member in members {
-            guard let process = member.process, !process.isRunning else { continue }
+            guard let process = member.process, let termination = process.termination else { continue }
             let output =
                 (try? String(contentsOfFile: shared.logsPath + "/\(member.name).out", encoding: .utf8)) ?? ""
-            let tail = output.split(separator: "\n").suffix(3).joined(separator: " | ")
-            throw ChaosViolation(
-                round: round, invariant: "no participant crashed",
-                detail:
-                    "\(member.name) (pid \(process.processIdentifier)) exited with status \(process.terminationStatus): \(tail)"
-            )
+            throw Self.crash(
+                round: round, name: member.name, pid: process.pid, termination: termination, output: output)
         }
+    }
+
+    /// The violation of a participant that ended by itself, with the end of its output.
+    static func crash(
+        round: Int, name: String, pid: Int32, termination: ChildProcess.Termination, output: String
+    ) -> ChaosViolation {
+        let tail = output.split(separator: "\n").suffix(3).joined(separator: " | ")
+        return ChaosViolation(
+            round: round, invariant: "no participant crashed",
+            detail: "\(name) (pid \(pid)) ended with \(termination): \(tail)")
     }
 
     /// Settles for good: faults off, the host alone in the foreground, twice (the second sync
@@ -64,17 +78,28 @@ extension ChaosRun {
     /// local edit lost.
     func checkConverged(round: Int) async throws {
         guard let store else { return }
+        let syncs = try SyncState.all(store)
+        let serverRecords = try await client.adminRecords(type: "Account")
+        let entries = try await store.read { try $0.query(.all, in: "accounts") }
+        try Self.checkConverged(
+            round: round, syncs: syncs, serverRecords: serverRecords, local: entries, edits: edits)
+    }
+
+    /// ``checkConverged(round:)`` on what it read: the syncs, the server's records and the
+    /// store's entries.
+    static func checkConverged(
+        round: Int, syncs: [SyncState], serverRecords: [JSONObject], local entries: [SoupEntry],
+        edits: [LocalEdit]
+    ) throws {
         func violation(_ invariant: String, _ detail: String) -> ChaosViolation {
             ChaosViolation(round: round, invariant: invariant, detail: detail)
         }
-        let notDone = try SyncState.all(store).filter { $0.status != .done }
+        let notDone = syncs.filter { $0.status != .done }
         if let sync = notDone.first {
             throw violation(
                 "every sync done", "sync '\(sync.name ?? "#\(sync.id)")' is \(sync.status.rawValue)")
         }
 
-        let serverRecords = try await client.adminRecords(type: "Account")
-        let entries = try await store.read { try $0.query(.all, in: "accounts") }
         let local = entries.map(\.record)
         let unsynced = local.filter(LocalFlags.isDirty)
         if !unsynced.isEmpty {
@@ -115,14 +140,16 @@ extension ChaosRun {
             throw violation(
                 "no duplicates from sync up", "'\(duplicate.key)' is on the server \(duplicate.value) times")
         }
-        try checkNoEditLost(round: round, serverRecords: serverRecords, local: entries)
+        try checkNoEditLost(round: round, edits: edits, serverRecords: serverRecords, local: entries)
     }
 
     /// The newest local write to each record reached the server. Writes to one record are
     /// linked through its local entry, its server Id and its external id (a record merged or
     /// recreated keeps at least one of them), so an edit superseded by a later one to the same
     /// record is not counted as lost.
-    func checkNoEditLost(round: Int, serverRecords: [JSONObject], local: [SoupEntry]) throws {
+    static func checkNoEditLost(
+        round: Int, edits: [LocalEdit], serverRecords: [JSONObject], local: [SoupEntry]
+    ) throws {
         var same = SameRecord()
         for edit in edits {
             same.link("token:" + edit.token, "entry:\(edit.entryId)")

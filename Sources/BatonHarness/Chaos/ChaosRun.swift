@@ -10,14 +10,14 @@ import Logging
 /// directory and 2–4 participant processes, put through one seeded fault per round. After each
 /// round it checks the invariants; at the end it settles everything and compares the store with
 /// the server. Driven from one task (the chaos command); not shared across tasks.
-final class ChaosRun: @unchecked Sendable {
+public final class ChaosRun: @unchecked Sendable {
     /// One participant process (restarted under the same name after a SIGKILL).
     final class Member: @unchecked Sendable {
         let name: String
         let role: String
         let priority: Int
         let log: LogTail
-        var process: Process?
+        var process: ChildProcess?
         var lifecycle: Lifecycle = .background
         /// Its stop deadline (seconds); a fault may change it, and it is kept across restarts.
         var stopDeadline = "2"
@@ -29,16 +29,33 @@ final class ChaosRun: @unchecked Sendable {
             log = LogTail(path: logsPath + "/\(name).jsonl")
         }
 
-        var pid: Int32 { process?.processIdentifier ?? 0 }
+        var pid: Int32 { process?.pid ?? 0 }
     }
 
-    struct Options {
-        var seed: UInt64
-        var rounds: Int
-        var participants: Int?
-        var records: Int
-        var keep: String?
-        var sabotage: ChaosSabotage?
+    /// What to run: the seed, the rounds, the participants (2-4, or chosen by the seed), the
+    /// records seeded, where to keep the files, a deliberate bug to plant, and the `baton`
+    /// executable the participants run.
+    public struct Options: Sendable {
+        public var seed: UInt64
+        public var rounds: Int
+        public var participants: Int?
+        public var records: Int
+        public var keep: String?
+        public var sabotage: ChaosSabotage?
+        public var baton: String
+
+        public init(
+            seed: UInt64, rounds: Int, participants: Int?, records: Int, keep: String?,
+            sabotage: ChaosSabotage?, baton: String
+        ) {
+            self.seed = seed
+            self.rounds = rounds
+            self.participants = participants
+            self.records = records
+            self.keep = keep
+            self.sabotage = sabotage
+            self.baton = baton
+        }
     }
 
     static let syncNames = ["accounts", "edits"]
@@ -50,7 +67,7 @@ final class ChaosRun: @unchecked Sendable {
     var random: SplitMix64
     let workPath: String
     let shared: SharedDirectory
-    let token = ServeCommand.generateToken()
+    let token = ReferenceServer.generateToken()
     let quiet: Logger
     var server: RunningServer?
     var port = 0
@@ -118,7 +135,7 @@ final class ChaosRun: @unchecked Sendable {
                     name: "ext\(index)", role: "extension", priority: priorities[index - 1],
                     logsPath: shared.logsPath))
         }
-        for member in members { try start(member) }
+        for member in members { try await start(member) }
         store = try SharedStore.open(directory: shared, logger: quiet)
         progress(
             "chaos: seed \(options.seed), \(options.rounds) rounds, \(members.count) participants, \(options.records) records, directory \(workPath)"
@@ -156,15 +173,7 @@ final class ChaosRun: @unchecked Sendable {
 
     /// Stops every participant (SIGTERM, they release) and the server.
     func shutdown() async {
-        for member in members {
-            guard let process = member.process else { continue }
-            if process.isRunning {
-                kill(process.processIdentifier, SIGCONT)
-                kill(process.processIdentifier, SIGTERM)
-            }
-            process.waitUntilExit()
-            ChildProcesses.shared.forget(process.processIdentifier)
-        }
+        for member in members { await member.process?.terminate() }
         try? store?.close()
         await server?.stop()
         server = nil
@@ -193,30 +202,20 @@ final class ChaosRun: @unchecked Sendable {
 
     // MARK: - Participants
 
-    func start(_ member: Member) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ChildProcesses.executablePath)
-        process.arguments = [
-            "participant", "--dir", shared.path, "--name", member.name, "--role", member.role,
-            "--priority", String(member.priority), "--server", "http://127.0.0.1:\(port)",
-            "--lifecycle", "background", "--batch-size", String(Self.batchSize),
-            "--sync-down", "accounts:accounts:\(Self.query)", "--clean-ghosts", "accounts",
-            "--sync-up", "edits:accounts", "--down-merge-mode", "leave-if-changed",
-            "--up-merge-mode", "overwrite", "--retry-delay", "0.2", "--stop-deadline", member.stopDeadline,
-            "--storage-fault-file", diskFullPath,
-        ]
-        var environment = ProcessInfo.processInfo.environment
-        environment["BATON_TOKEN"] = token
-        process.environment = environment
+    func start(_ member: Member) async throws {
         let outputPath = shared.logsPath + "/\(member.name).out"
-        if !FileManager.default.fileExists(atPath: outputPath) { _ = DemoRun.createFile(outputPath) }
-        let output = FileHandle(forWritingAtPath: outputPath)
-        _ = try output?.seekToEnd()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try ChildProcesses.shared.run(process)
-        member.process = process
+        member.process = try await ChildProcess.start(
+            options.baton,
+            [
+                "participant", "--dir", shared.path, "--name", member.name, "--role", member.role,
+                "--priority", String(member.priority), "--server", "http://127.0.0.1:\(port)",
+                "--lifecycle", "background", "--batch-size", String(Self.batchSize),
+                "--sync-down", "accounts:accounts:\(Self.query)", "--clean-ghosts", "accounts",
+                "--sync-up", "edits:accounts", "--down-merge-mode", "leave-if-changed",
+                "--up-merge-mode", "overwrite", "--retry-delay", "0.2", "--stop-deadline",
+                member.stopDeadline,
+                "--storage-fault-file", diskFullPath,
+            ], environment: ["BATON_TOKEN": token], stdout: .file(outputPath), stderr: .file(outputPath))
     }
 
     /// Writes each member's lifecycle: foreground for `foreground`, background for the rest.
@@ -264,11 +263,14 @@ final class ChaosRun: @unchecked Sendable {
     /// Whether `member` holds the lease (its current process) and, since it took it, ran each
     /// configured sync to `done` with clean resync ghosts after the last sync down.
     func hasSettled(_ member: Member) -> Bool {
-        guard
-            let status = ParticipantStatus.readAll(in: shared).first(where: { $0.name == member.name }),
-            status.isWriter, status.pid == member.pid, let epoch = status.epoch
-        else { return false }
-        let events = member.log.events()
+        let status = ParticipantStatus.readAll(in: shared).first { $0.name == member.name }
+        return Self.hasSettled(status: status, pid: member.pid, events: member.log.events())
+    }
+
+    /// ``hasSettled(_:)`` on what it read: the member's published status, its current pid and
+    /// its log.
+    static func hasSettled(status: ParticipantStatus?, pid: Int32, events: [JSONObject]) -> Bool {
+        guard let status, status.isWriter, status.pid == pid, let epoch = status.epoch else { return false }
         guard
             let acquired = events.lastIndex(where: {
                 $0.event == "lease.acquired" && $0["epoch"]?.intValue == epoch

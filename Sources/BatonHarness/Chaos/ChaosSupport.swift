@@ -50,7 +50,7 @@ enum ChaosFault: String, CaseIterable, Sendable {
 }
 
 /// A deliberate bug the run plants so a test can see each invariant fail (`--sabotage`).
-enum ChaosSabotage: String, CaseIterable, Sendable {
+public enum ChaosSabotage: String, CaseIterable, Sendable {
     /// After round 1, a write straight into the store without the lease.
     case unleasedWrite = "unleased-write"
     /// After round 1, a local edit marked clean without being sent (an edit lost).

@@ -9,21 +9,23 @@ import Synchronization
 
 /// One scripted day: the server, the shared directory, the host and extension processes, and
 /// what was measured. Driven from one task (the demo command); not shared across tasks.
-final class DemoRun: @unchecked Sendable {
+public final class DemoRun: @unchecked Sendable {
     struct Failure: Error, CustomStringConvertible {
         var description: String
     }
 
     let records: Int
     let batchSize: Int
-    let view: LiveView
+    let view: any DemoView
     let directoryPath: String
     let keepDirectory: Bool
     let token: String
     let tieSize = 5
     var server: RunningServer?
     var client: RESTClient?
-    var processes: [String: Process] = [:]
+    /// The `baton` executable the participants run.
+    let baton: String
+    var processes: [String: ChildProcess] = [:]
     /// Monotonic time (ms) of each signal the demo sent, for latency and the report.
     var signals: [(name: String, state: String, t: Double, wall: Int64)] = []
     var touched: [String] = []
@@ -33,7 +35,8 @@ final class DemoRun: @unchecked Sendable {
     var editedId: String?
     let startedWall = WallClock.nowMillis()
 
-    init(records: Int, batchSize: Int, keep: String?, view: LiveView) throws {
+    public init(records: Int, batchSize: Int, keep: String?, view: any DemoView, baton: String) throws {
+        self.baton = baton
         self.records = records
         self.batchSize = batchSize
         self.view = view
@@ -46,12 +49,12 @@ final class DemoRun: @unchecked Sendable {
             keepDirectory = false
             ChildProcesses.shared.removeOnInterrupt(directoryPath)
         }
-        token = ServeCommand.generateToken()
+        token = ReferenceServer.generateToken()
     }
 
     var directory: SharedDirectory { get throws { try SharedDirectory(path: directoryPath) } }
 
-    func play() async throws -> DemoSummary {
+    public func play() async throws -> DemoSummary {
         let shared = try directory
         for sub in [shared.lifecyclePath, shared.participantsPath, shared.logsPath] {
             try shared.ensureSubdirectory(sub)
@@ -68,8 +71,8 @@ final class DemoRun: @unchecked Sendable {
         view.step("reference server on \(server.url) with \(records) accounts (\(tieSize) per time stamp)")
         view.step("shared directory \(shared.path)")
 
-        try startParticipant("host", role: "host", lifecycle: "foreground")
-        try startParticipant("ext", role: "extension", lifecycle: "background")
+        try await startParticipant("host", role: "host", lifecycle: "foreground")
+        try await startParticipant("ext", role: "extension", lifecycle: "background")
         try await waitFor("the host to take the baton") { $0.writer == "host" }
         view.step("host holds the baton and syncs down")
         try await waitFor("the host's sync to be mid-way") { $0.sync("accounts")?.progress ?? 0 >= 30 }
@@ -116,32 +119,18 @@ final class DemoRun: @unchecked Sendable {
         return try await DemoSummary.check(self)
     }
 
-    func startParticipant(_ name: String, role: String, lifecycle: String) throws {
+    func startParticipant(_ name: String, role: String, lifecycle: String) async throws {
         let shared = try directory
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ChildProcesses.executablePath)
-        process.arguments = [
-            "participant", "--dir", shared.path, "--name", name, "--role", role, "--server",
-            server?.url ?? "",
-            "--lifecycle", lifecycle, "--batch-size", String(batchSize),
-            "--sync-down", "accounts:accounts:SELECT Id, Name, Number__c, Rating__c FROM Account",
-            "--clean-ghosts", "accounts", "--sync-up", "edits:accounts",
-        ]
-        var environment = ProcessInfo.processInfo.environment
-        environment["BATON_TOKEN"] = token
-        process.environment = environment
-        let output = FileHandle(forWritingAtPath: Self.createFile(shared.logsPath + "/\(name).out"))
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try ChildProcesses.shared.run(process)
-        processes[name] = process
-    }
-
-    static func createFile(_ path: String) -> String {
-        _ = FileManager.default.createFile(
-            atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
-        return path
+        let output = shared.logsPath + "/\(name).out"
+        processes[name] = try await ChildProcess.start(
+            baton,
+            [
+                "participant", "--dir", shared.path, "--name", name, "--role", role, "--server",
+                server?.url ?? "",
+                "--lifecycle", lifecycle, "--batch-size", String(batchSize),
+                "--sync-down", "accounts:accounts:SELECT Id, Name, Number__c, Rating__c FROM Account",
+                "--clean-ghosts", "accounts", "--sync-up", "edits:accounts",
+            ], environment: ["BATON_TOKEN": token], stdout: .file(output), stderr: .file(output))
     }
 
     func signal(_ name: String, _ lifecycle: Lifecycle) throws {
@@ -245,19 +234,16 @@ final class DemoRun: @unchecked Sendable {
     }
 
     /// Stops the participants (SIGTERM: they release everything) and the server.
-    func stop() async {
-        for process in processes.values where process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        for process in processes.values {
-            process.waitUntilExit()
-            ChildProcesses.shared.forget(process.processIdentifier)
-        }
+    public func stop() async {
+        for process in processes.values { await process.send(SIGTERM) }
+        for process in processes.values { await process.wait() }
         processes = [:]
         await server?.stop()
         server = nil
     }
 
     /// Removes the temporary directory (never a `--keep` one).
-    func removeDirectory() {
+    public func removeDirectory() {
         if !keepDirectory { try? FileManager.default.removeItem(atPath: directoryPath) }
     }
 }

@@ -6,11 +6,16 @@ import Logging
 /// A self-contained HTML page (inline SVG and CSS, no network) with the run's timeline: a lane
 /// per participant showing when it held the lease, its lifecycle changes, and its syncs'
 /// progress over time; the summary below.
-struct DemoReport {
+public struct DemoReport {
     let run: DemoRun
     let summary: DemoSummary
 
-    func write(to path: String) throws {
+    public init(run: DemoRun, summary: DemoSummary) {
+        self.run = run
+        self.summary = summary
+    }
+
+    public func write(to path: String) throws {
         let shared = try run.directory
         let store = try SharedStore.open(
             directory: shared, create: false, logger: Logger(label: "baton.demo"))

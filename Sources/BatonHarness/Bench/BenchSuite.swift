@@ -1,0 +1,244 @@
+import BatonStore
+import Foundation
+
+/// The benchmark scenarios `baton bench` runs, each against a baseline measured in the same run.
+public struct BenchSuite: Sendable {
+    /// The scenarios, in the order they run.
+    public static let scenarios = [
+        "ingest", "lifecycle", "takeover", "waste", "contention", "readers", "memory",
+    ]
+
+    public var records: Int
+    public var trials: Int
+    /// The scenarios to run; empty for all.
+    public var only: [String]
+    /// The `baton` executable the child processes run.
+    public var baton: String
+    /// Hears what runs now.
+    public var progress: @Sendable (String) -> Void
+
+    public init(
+        records: Int, trials: Int, only: [String], baton: String,
+        progress: @escaping @Sendable (String) -> Void
+    ) {
+        self.records = records
+        self.trials = trials
+        self.only = only
+        self.baton = baton
+        self.progress = progress
+    }
+
+    /// Runs the wanted scenarios; returns the figures (only those that ran) and the table.
+    public func run() async throws -> (figures: JSONObject, table: [String]) {
+        let env = try await BenchEnvironment(baton: baton)
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        progress("machine: \(cores) cores; \(records) records, \(trials) trials")
+
+        func wanted(_ name: String) -> Bool { only.isEmpty || only.contains(name) }
+        func r(_ value: Double, _ places: Double = 10) -> Double { BenchStats.round(value, places) }
+        // Only the scenarios that ran appear, in the JSON and in the table.
+        var figures: JSONObject = [
+            "cores": .int(Int64(cores)), "records": .int(Int64(records)), "trials": .int(Int64(trials)),
+        ]
+        var waste: [ResumeWasteBench.Case] = []
+        if wanted("ingest") {
+            progress("1/6 ingest…")
+            let ingest = try await IngestBench.run(env, records: records)
+            figures["ingest"] = [
+                "endToEndPerSec": .double(r(ingest.endToEndPerSec, 1)),
+                "storePerSec": .double(r(ingest.storePerSec, 1)),
+                "grdbPerSec": .double(r(ingest.grdbPerSec, 1)),
+                "ratio": .double(r(ingest.endToEndPerSec / ingest.storePerSec, 1000)),
+                "storeVsGrdb": .double(r(ingest.storePerSec / ingest.grdbPerSec, 1000)),
+            ]
+        }
+        if wanted("lifecycle") {
+            progress("2-3/6 stop and hand-over latency…")
+            let lifecycle = try await LifecycleBench.run(env, trials: trials)
+            func p(_ values: [Double], _ percentile: Double) -> JSONValue {
+                .double(r(BenchStats.percentile(values, percentile)))
+            }
+            // A p99 needs 100 samples or more; of fewer it is the maximum, and says so.
+            func tail(_ key: String, _ values: [Double]) -> (String, JSONValue) {
+                let name = values.count >= 100 ? "P99Ms" : "MaxMs"
+                let full = key.isEmpty ? name.prefix(1).lowercased() + name.dropFirst() : key + name
+                return (full, p(values, 99))
+            }
+            figures["stop"] = .object(
+                JSONObject(uniqueKeysWithValues: [
+                    ("p50Ms", p(lifecycle.stopMs, 50)), tail("", lifecycle.stopMs),
+                    ("inFlightP50Ms", p(lifecycle.inFlightStopMs, 50)),
+                    tail("inFlight", lifecycle.inFlightStopMs),
+                    ("trials", .int(Int64(lifecycle.stopMs.count))),
+                ]))
+            figures["handover"] = .object(
+                JSONObject(uniqueKeysWithValues: [
+                    ("p50Ms", p(lifecycle.handoverMs, 50)), tail("", lifecycle.handoverMs),
+                    ("firstPageP50Ms", p(lifecycle.firstPageMs, 50)),
+                    tail("firstPage", lifecycle.firstPageMs),
+                    ("trials", .int(Int64(lifecycle.handoverMs.count))),
+                ]))
+        }
+        if wanted("takeover") {
+            // At least 20 trials. The issue asks for `leaseP99Ms`; of fewer than 100 trials the
+            // nearest-rank p99 is the maximum, and the table says so.
+            let takeoverTrials = max(trials, 20)
+            progress("takeover: \(takeoverTrials) frozen writers, then a slow one…")
+            let takeover = try await TakeoverBench.run(env, trials: takeoverTrials)
+            func p(_ values: [Double], _ percentile: Double) -> JSONValue {
+                .double(r(BenchStats.percentile(values, percentile)))
+            }
+            figures["takeover"] = [
+                "termMs": .double(takeover.termMs), "trials": .int(Int64(takeover.leaseMs.count)),
+                "leaseP50Ms": p(takeover.leaseMs, 50), "leaseP99Ms": p(takeover.leaseMs, 99),
+                "firstPageP50Ms": p(takeover.firstPageMs, 50), "firstPageP99Ms": p(takeover.firstPageMs, 99),
+                "takeovers": .int(Int64(takeover.takeovers)),
+                "falseTakeovers": .int(Int64(takeover.falseTakeovers)),
+                "frozenInTransaction": .int(Int64(takeover.frozenInTransaction)),
+                "longestTransactionMs": .double(r(takeover.longestTransactionMs, 100)),
+            ]
+        }
+        if wanted("waste") {
+            progress("4/6 resume waste…")
+            waste = try await ResumeWasteBench.run(env, records: min(records, 20_000))
+            let worst = waste.max { $0.extra < $1.extra }
+            figures["resumeWaste"] = [
+                "maxExtraRecords": .int(Int64(waste.map(\.extra).max() ?? 0)),
+                "boundaryTies": .int(Int64(worst?.boundaryTies ?? 0)),
+                "maxExtraBeyondTies": .int(Int64(waste.map { $0.extra - $0.boundaryTies }.max() ?? 0)),
+                "cases": .array(
+                    waste.map {
+                        [
+                            "stopAtPercent": .int(Int64($0.stopAt)), "tie": .int(Int64($0.tie)),
+                            "extra": .int(Int64($0.extra)), "boundaryTies": .int(Int64($0.boundaryTies)),
+                        ]
+                    }),
+            ]
+        }
+        if wanted("contention") {
+            progress("5/6 contention…")
+            // Alternating runs, pooled, so a machine that slows down mid-way weighs on both sides.
+            let (lease, busy) = try await ProcessBench.alternatingContention(
+                env, runs: min(max(trials, 1), 5))
+            figures["contention"] = [
+                "batonWritesPerSec": .double(r(lease.writesPerSec)),
+                "baselineWritesPerSec": .double(r(busy.writesPerSec)),
+                "writesRatio": .double(r(lease.writesPerSec / max(busy.writesPerSec, 1e-9), 1000)),
+                "throughputRatio": .double(r(lease.writesPerSec / max(busy.writesPerSec, 1e-9), 1000)),
+                "batonErrors": .int(Int64(lease.errors)), "baselineErrors": .int(Int64(busy.errors)),
+                "batonP99Ms": .double(r(lease.p99Ms, 100)), "baselineP99Ms": .double(r(busy.p99Ms, 100)),
+                "p99Ratio": .double(r(lease.p99Ms / max(busy.p99Ms, 1e-9), 1000)),
+            ]
+        }
+        if wanted("readers") {
+            progress("readers: a reader process hears of each committed page…")
+            let readers = try await ReadersBench.run(env)
+            func p(_ percentile: Double, _ values: [Double]? = nil) -> JSONValue {
+                .double(r(BenchStats.percentile(values ?? readers.latenciesMs, percentile), 1000))
+            }
+            figures["readers"] = [
+                // From the commit (the write's return), as the issue defines it; from the start of
+                // the write, the page's own write time included.
+                "notifyP50Ms": p(50, readers.fromCommitMs), "notifyP99Ms": p(99, readers.fromCommitMs),
+                "fromWriteStartP50Ms": p(50), "fromWriteStartP99Ms": p(99),
+                "notifications": .int(Int64(readers.latenciesMs.count)),
+                "coalesced": .int(Int64(readers.coalesced)),
+            ]
+        }
+        if wanted("memory") {
+            progress("6/6 memory…")
+            let small = try await ProcessBench.peakRSS(env, records: 10_000)
+            let large = try await ProcessBench.peakRSS(env, records: 200_000)
+            figures["memory"] = [
+                "smallRecords": 10_000, "largeRecords": 200_000, "smallPeakKiB": .int(Int64(small)),
+                "largePeakKiB": .int(Int64(large)),
+                "ratio": .double(r(Double(large) / Double(max(1, small)), 1000)),
+            ]
+        }
+        await env.finish()
+        return (figures, Self.table(figures, waste: waste))
+    }
+
+    static func table(_ f: JSONObject, waste: [ResumeWasteBench.Case]) -> [String] {
+        /// "p99" or "max": what the figures of `section` call their tail.
+        func tail(_ section: String, _ key: String) -> String {
+            JSONValue.object(f).value(atPath: "\(section).\(key.isEmpty ? "p99Ms" : key + "P99Ms")") == nil
+                ? "max" : "p99"
+        }
+        func tailValue(_ section: String, _ key: String) -> String {
+            let name = tail(section, key) == "p99" ? "P99Ms" : "MaxMs"
+            return v(
+                "\(section).\(key.isEmpty ? name.prefix(1).lowercased() + name.dropFirst() : key + name)")
+        }
+        func v(_ path: String) -> String {
+            guard let value = JSONValue.object(f).value(atPath: path) else { return "-" }
+            if let int = value.intValue, value.doubleValue == Double(int) { return String(int) }
+            return value.doubleValue.map { String($0) } ?? value.jsonString
+        }
+        let rows: [(section: String, row: String)] = [
+            (
+                "ingest",
+                "| ingest, records/s (end to end vs store limit) | \(v("ingest.endToEndPerSec")) | \(v("ingest.storePerSec")) | \(v("ingest.ratio")) |"
+            ),
+            (
+                "ingest",
+                "| ingest, store limit vs plain GRDB INSERT … ON CONFLICT, records/s | \(v("ingest.storePerSec")) | \(v("ingest.grdbPerSec")) | \(v("ingest.storeVsGrdb")) |"
+            ),
+            (
+                "stop",
+                "| stop latency p50 / \(tail("stop", "")), ms (\(v("stop.trials")) trials; signal → lease released) | \(v("stop.p50Ms")) / \(tailValue("stop", "")) | with request in flight: \(v("stop.inFlightP50Ms")) / \(tailValue("stop", "inFlight")) | |"
+            ),
+            (
+                "handover",
+                "| hand-over p50 / \(tail("handover", "")), ms (\(v("handover.trials")) trials; signal → extension holds lease) | \(v("handover.p50Ms")) / \(tailValue("handover", "")) | first page committed: \(v("handover.firstPageP50Ms")) / \(tailValue("handover", "firstPage")) | |"
+            ),
+            (
+                "takeover",
+                "| takeover p50 / p99, ms (\(v("takeover.trials")) trials, so the p99 is the max; SIGSTOP of the writer → peer holds lease) | \(v("takeover.leaseP50Ms")) / \(v("takeover.leaseP99Ms")) | lease term \(v("takeover.termMs")); first page committed: \(v("takeover.firstPageP50Ms")) / \(v("takeover.firstPageP99Ms")) | |"
+            ),
+            (
+                "takeover",
+                "| takeovers of a holder that was not frozen (slow holder included) | \(v("takeover.falseTakeovers")) of \(v("takeover.takeovers")) | must be 0 | |"
+            ),
+            (
+                "takeover",
+                "| longest write transaction, ms (a writer frozen inside one blocks every writer) | \(v("takeover.longestTransactionMs")) | SIGSTOPs that landed inside one: \(v("takeover.frozenInTransaction")) | |"
+            ),
+            (
+                "resumeWaste",
+                "| resume waste, max extra records | \(v("resumeWaste.maxExtraRecords")) | boundary ties there: \(v("resumeWaste.boundaryTies")) | |"
+            ),
+            (
+                "contention",
+                "| contention, committed writes/s (8 processes) | \(v("contention.batonWritesPerSec")) | \(v("contention.baselineWritesPerSec")) (busy timeout) | \(v("contention.writesRatio")) |"
+            ),
+            (
+                "contention",
+                "| contention, p99 write latency ms | \(v("contention.batonP99Ms")) | \(v("contention.baselineP99Ms")) | \(v("contention.p99Ratio")) |"
+            ),
+            (
+                "contention",
+                "| contention, errors (SQLITE_BUSY) | \(v("contention.batonErrors")) | \(v("contention.baselineErrors")) | |"
+            ),
+            (
+                "readers",
+                "| readers: page committed → reader process notified, p50 / p99 ms (\(v("readers.notifications")) notifications) | \(v("readers.notifyP50Ms")) / \(v("readers.notifyP99Ms")) | from the start of the page's write: \(v("readers.fromWriteStartP50Ms")) / \(v("readers.fromWriteStartP99Ms")); aim: p99 ≤ 5 ms | |"
+            ),
+            (
+                "memory",
+                "| memory, peak RSS KiB (200k vs 10k records) | \(v("memory.largePeakKiB")) | \(v("memory.smallPeakKiB")) | \(v("memory.ratio")) |"
+            ),
+        ]
+        var lines = ["| scenario | Baton | baseline | ratio |", "|---|---|---|---|"]
+        lines += rows.filter { f[$0.section] != nil }.map(\.row)
+        lines += ["", "machine: \(v("cores")) cores; records \(v("records")); trials \(v("trials"))"]
+        if !waste.isEmpty {
+            lines += [
+                "", "| resume waste: stop at | records per time stamp | extra fetched | boundary ties |",
+                "|---|---|---|---|",
+            ]
+            lines += waste.map { "| \($0.stopAt)% | \($0.tie) | \($0.extra) | \($0.boundaryTies) |" }
+        }
+        return lines
+    }
+}

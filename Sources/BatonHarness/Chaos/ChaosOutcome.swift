@@ -1,0 +1,86 @@
+import BatonStore
+import Foundation
+
+/// What a whole chaos run ended with: the summary (JSON and lines), and the failure to report.
+public struct ChaosOutcome: Sendable {
+    public var passed: Bool
+    /// The summary `baton chaos --json` prints.
+    public var summary: JSONObject
+    /// The summary as text lines.
+    public var lines: [String]
+    /// The first violation, with how to reproduce it and where the files were kept.
+    public var failure: String?
+}
+
+extension ChaosRun {
+    /// Plays a whole run (`progress` hears each round), shuts everything down, removes the files
+    /// of a run that passed, and sums it up.
+    public static func execute(_ options: Options, progress: @escaping (String) -> Void) async throws
+        -> ChaosOutcome
+    {
+        let run = try ChaosRun(options: options)
+        run.progress = progress
+        let started = ContinuousClock.now
+        var violations: [ChaosViolation] = []
+        do {
+            try await run.play()
+        } catch let violation as ChaosViolation {
+            violations.append(violation)
+        } catch {
+            violations.append(ChaosViolation(round: 0, invariant: "the run could finish", detail: "\(error)"))
+        }
+        await run.shutdown()
+        let seconds = BenchStats.seconds(ContinuousClock.now - started)
+        if violations.isEmpty { run.removeDirectory() }
+        return run.outcome(violations: violations, seconds: seconds)
+    }
+
+    func outcome(violations: [ChaosViolation], seconds: Double) -> ChaosOutcome {
+        let passed = violations.isEmpty
+        var reproduce =
+            "baton chaos --seed \(options.seed) --rounds \(options.rounds) --records \(options.records) --participants \(members.count)"
+        if !passed { reproduce += " --keep DIR" }
+        func int(_ value: Int) -> JSONValue { .int(Int64(value)) }
+        let faultCounts = JSONObject(
+            uniqueKeysWithValues: ChaosFault.allCases.map { ($0.rawValue, int(faults[$0] ?? 0)) })
+        let violationList: [JSONValue] = violations.map { violation in
+            [
+                "round": int(violation.round), "invariant": .string(violation.invariant),
+                "detail": .string(violation.detail),
+            ]
+        }
+        var summary: JSONObject = [
+            "passed": .bool(passed), "seed": .int(Int64(options.seed)), "rounds": int(options.rounds),
+            "participants": int(members.count), "records": int(options.records),
+            "faults": .object(faultCounts), "handOvers": int(handOvers), "kills": int(kills),
+            "interruptedStops": int(interruptedStops), "takeovers": int(takeovers),
+            "falseTakeovers": int(falseTakeovers),
+        ]
+        summary["takeoverMaxMs"] = takeoverMillis.max().map { .double(BenchStats.round($0)) } ?? .null
+        summary["frozenInTransactionNamed"] = int(blockedDiagnoses)
+        summary["thawed"] = int(thawed)
+        summary["missedFreezes"] = int(missedFreezes)
+        summary["localEdits"] = int(editCount)
+        summary["localCreates"] = int(createCount)
+        summary["violations"] = .array(violationList)
+        summary["reproduce"] = .string(reproduce)
+        summary["seconds"] = .double(BenchStats.round(seconds))
+
+        let counts = ChaosFault.allCases.map { "\($0.rawValue) \(faults[$0] ?? 0)" }
+        let slowest = takeoverMillis.max().map { String(format: "%.0f ms", $0) } ?? "-"
+        var lines = [
+            "faults: " + counts.joined(separator: ", "),
+            "\(handOvers) hand-overs, \(kills) writers killed, \(interruptedStops) stops past their deadline, \(editCount) local edits and \(createCount) local creates",
+            "\(takeovers) takeovers (\(falseTakeovers) of a holder that was not frozen; slowest freeze-writer takeover \(slowest)), \(blockedDiagnoses) writers named frozen inside a transaction, \(thawed) thawed writers stepped down",
+        ]
+        if passed {
+            lines.append(
+                "chaos passed: seed \(options.seed), \(options.rounds) rounds, every invariant held (\(String(format: "%.0f", seconds)) s)"
+            )
+        }
+        let failure = violations.first.map {
+            "chaos failed at \($0.description)\nreproduce: \(reproduce)\nfiles kept in \(workPath)"
+        }
+        return ChaosOutcome(passed: passed, summary: summary, lines: lines, failure: failure)
+    }
+}

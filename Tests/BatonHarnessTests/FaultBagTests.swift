@@ -1,0 +1,6 @@
+import BatonJSON
+import Testing
+
+@testable import BatonHarness
+
+@Suite struct FaultBagTests {}
