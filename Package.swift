@@ -114,7 +114,7 @@ let package = Package(
             ]),
         .testTarget(
             name: "BatonHarnessTests",
-            dependencies: ["BatonTestSupport", "BatonHarness", "BatonStore", "BatonCoordinator", "BatonServer"]),
+            dependencies: ["BatonHarness", "BatonStore", "BatonSync", "BatonCoordinator"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

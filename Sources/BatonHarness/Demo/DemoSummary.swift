@@ -16,18 +16,50 @@ public struct DemoSummary: Sendable {
     var figures: JSONObject = [:]
     public var passed: Bool { checks.allSatisfy(\.passed) }
 
+    /// Everything the checks look at, read once the script has played.
+    struct Observation {
+        var records: Int
+        var batchSize: Int
+        var tieSize: Int
+        var servedBeforeReturn: Int
+        var servedAfterReturn: Int
+        var touched: [String]
+        var deleted: [String]
+        var editedId: String?
+        var signals: [(name: String, state: String, t: Double, wall: Int64)]
+        var serverRecords: [JSONObject]
+        var local: [JSONObject]
+        var hostLog: [JSONObject]
+        var extLog: [JSONObject]
+        var history: [LeaseRecord]
+        var integrity: String
+        var durationMs: Int64
+    }
+
     static func check(_ run: DemoRun) async throws -> DemoSummary {
-        var summary = DemoSummary()
         let shared = try run.directory
         guard let client = run.client else { throw DemoRun.Failure(description: "no server") }
         let store = try SharedStore.open(
             directory: shared, create: false, logger: Logger(label: "baton.demo"))
-        let hostLog = DemoRun.readLog(shared, "host")
-        let extLog = DemoRun.readLog(shared, "ext")
+        return evaluate(
+            Observation(
+                records: run.records, batchSize: run.batchSize, tieSize: run.tieSize,
+                servedBeforeReturn: run.servedBeforeReturn, servedAfterReturn: run.servedAfterReturn,
+                touched: run.touched, deleted: run.deleted, editedId: run.editedId, signals: run.signals,
+                serverRecords: try await client.adminRecords(type: "Account"),
+                local: try store.query(.all, in: "accounts").map(\.record),
+                hostLog: DemoRun.readLog(shared, "host"), extLog: DemoRun.readLog(shared, "ext"),
+                history: try LeaseHistory.read(store: store, directory: store.directory),
+                integrity: try store.info().integrity, durationMs: WallClock.nowMillis() - run.startedWall))
+    }
 
-        // Records: same ids on both sides; same LastModifiedDate except the one synced up.
-        let serverRecords = try await client.adminRecords(type: "Account")
-        let local = try store.query(.all, in: "accounts").map(\.record)
+    /// The checks, on what was observed.
+    static func evaluate(_ run: Observation) -> DemoSummary {
+        var summary = DemoSummary()
+        let serverRecords = run.serverRecords
+        let local = run.local
+        let hostLog = run.hostLog
+        let extLog = run.extLog
         var serverStamps: [String: String] = [:]
         for record in serverRecords {
             if let id = record["Id"]?.stringValue {
@@ -112,7 +144,7 @@ public struct DemoSummary: Sendable {
             summary.add("hand-over latency", false, "the extension's log has no lease and first page")
         }
 
-        let history = try LeaseHistory.read(store: store, directory: store.directory)
+        let history = run.history
         let violations = LeaseAudit.check(history)
         summary.add(
             "lease history", violations.isEmpty && history.count >= 4,
@@ -121,9 +153,9 @@ public struct DemoSummary: Sendable {
                 : violations.map(\.description).joined(separator: "; "))
         summary.figures["leaseIntervals"] = .int(Int64(history.count))
 
-        let integrity = try store.info().integrity
+        let integrity = run.integrity
         summary.add("integrity check", integrity == "ok", integrity)
-        summary.figures["durationMs"] = .int(WallClock.nowMillis() - run.startedWall)
+        summary.figures["durationMs"] = .int(run.durationMs)
         return summary
     }
 

@@ -99,61 +99,62 @@ public final class ChildProcess: Sendable {
                     configuration, input: .inputWriter, output: .sequence, error: .sequence
                 ) { execution in
                     started.resolve(.success(execution.processIdentifier.value))
-                    await withTaskGroup(of: Void.self) { group in
-                        group.addTask {
-                            await Self.drain(
-                                execution.standardOutput, into: stdoutFile, state: state, lines: lineInput
-                            ) {
-                                $0.stdout += $1
-                            }
+                    // Unstructured tasks, so that cancelling the run (a tear-down) does not cut
+                    // them short: the output is read to its end while the child shuts down (a
+                    // child writing to a pipe nobody reads would die of SIGPIPE), and every
+                    // queued signal gets its answer.
+                    let out = Task {
+                        await Self.drain(
+                            execution.standardOutput, into: stdoutFile, state: state, lines: lineInput
+                        ) {
+                            $0.stdout += $1
                         }
-                        group.addTask {
-                            await Self.drain(
-                                execution.standardError, into: stderrFile, state: state, lines: nil
-                            ) {
-                                $0.stderr += $1
-                            }
-                        }
-                        // Input and signals, until the output has ended and the queue is empty.
-                        group.addTask {
-                            let writer = execution.standardInputWriter
-                            var open = true
-                            switch input {
-                            case .none:
-                                _ = try? await writer.finish()
-                                open = false
-                            case .text(let text):
-                                _ = try? await writer.write(text)
-                                _ = try? await writer.finish()
-                                open = false
-                            case .interactive: break
-                            }
-                            for await command in commands {
-                                switch command {
-                                case .signal(let number, let reply):
-                                    do {
-                                        try execution.send(signal: Signal(rawValue: number))
-                                        reply.resume(returning: true)
-                                    } catch {
-                                        reply.resume(returning: false)
-                                    }
-                                case .write(let text) where open:
-                                    _ = try? await writer.write(text)
-                                case .closeInput where open:
-                                    _ = try? await writer.finish()
-                                    open = false
-                                case .write, .closeInput: break
-                                }
-                            }
-                            if open { _ = try? await writer.finish() }
-                        }
-                        // Both outputs at end of file: the process has exited (or closed them).
-                        await group.next()
-                        await group.next()
-                        state.withLock { $0.ended = true }
-                        commandInput.finish()
-                        await group.next()
                     }
+                    let err = Task {
+                        await Self.drain(execution.standardError, into: stderrFile, state: state, lines: nil)
+                        {
+                            $0.stderr += $1
+                        }
+                    }
+                    // Input and signals, until the output has ended and the queue is empty.
+                    let control = Task {
+                        let writer = execution.standardInputWriter
+                        var open = true
+                        switch input {
+                        case .none:
+                            _ = try? await writer.finish()
+                            open = false
+                        case .text(let text):
+                            _ = try? await writer.write(text)
+                            _ = try? await writer.finish()
+                            open = false
+                        case .interactive: break
+                        }
+                        for await command in commands {
+                            switch command {
+                            case .signal(let number, let reply):
+                                do {
+                                    try execution.send(signal: Signal(rawValue: number))
+                                    reply.resume(returning: true)
+                                } catch {
+                                    reply.resume(returning: false)
+                                }
+                            case .write(let text) where open:
+                                _ = try? await writer.write(text)
+                            case .closeInput where open:
+                                _ = try? await writer.finish()
+                                open = false
+                            case .write, .closeInput: break
+                            }
+                        }
+                        if open { _ = try? await writer.finish() }
+                    }
+                    // Both outputs at end of file: the process has exited (or closed them).
+                    await out.value
+                    await err.value
+                    state.withLock { $0.ended = true }
+                    commandInput.finish()
+                    await control.value
                 }
                 let termination: Termination
                 switch result.terminationStatus {

@@ -1,0 +1,111 @@
+import BatonJSON
+import BatonStore
+import Testing
+
+@testable import BatonHarness
+
+/// The demo's checks on crafted observations: a good day passes, each broken part fails its
+/// own check and only that one.
+@Suite("demo summary checks")
+struct DemoSummaryTests {
+    /// A day that went right: 100 records in pages of 20 with 5 per time stamp; the host stopped
+    /// after 40 and the extension fetched from the tie; 10 changed on the server, 4 deleted
+    /// (2 of them also changed), one local edit synced up.
+    func goodDay() -> DemoSummary.Observation {
+        let ids = (1...100).map { String(format: "001%05d", $0) }
+        let deleted = Array(ids[0..<4])
+        let touched = Array(ids[2..<12])
+        let records: [JSONObject] = ids.dropFirst(4).map { id in
+            ["Id": .string(id), "LastModifiedDate": .string("stamp-\(id)"), "Name": .string("n")]
+        }
+        var server = records
+        server[0]["Name"] = "Edited in the demo"
+        server[0]["LastModifiedDate"] = "newer"
+        let t = 1_000.0
+        return DemoSummary.Observation(
+            records: 100, batchSize: 20, tieSize: 5,
+            // The host's 40, the extension's 60 + 5 tied, and the ghost check's 100 ids.
+            servedBeforeReturn: 40 + 65 + 100,
+            // reSync: the 8 changed and not deleted, plus the ghost check's 96 ids.
+            servedAfterReturn: 40 + 65 + 100 + 8 + 96,
+            touched: touched, deleted: deleted, editedId: ids[4],
+            signals: [("ext", "foreground", t - 1, 0), ("host", "background", t, 0)],
+            serverRecords: server, local: records,
+            hostLog: [
+                ["event": "stopped", "stopMs": 4.5],
+                ["event": "lease.released", "reason": "background", "t": .double(t + 12)],
+            ],
+            extLog: [
+                ["event": "lease.acquired", "t": .double(t + 15)],
+                ["event": "sync", "status": "running", "progress": 50, "t": .double(t + 60)],
+            ],
+            history: [
+                LeaseRecord(
+                    epoch: 1, name: "host", pid: 1, acquired: 1, released: 2, releaseKind: "background"),
+                LeaseRecord(
+                    epoch: 2, name: "ext", pid: 2, acquired: 3, released: 4, releaseKind: "background"),
+                LeaseRecord(
+                    epoch: 3, name: "host", pid: 1, acquired: 5, released: 6, releaseKind: "background"),
+                LeaseRecord(
+                    epoch: 4, name: "demo", pid: 3, acquired: 7, released: 8, releaseKind: "released"),
+            ],
+            integrity: "ok", durationMs: 900)
+    }
+
+    func failed(_ observation: DemoSummary.Observation) -> [String] {
+        DemoSummary.evaluate(observation).checks.filter { !$0.passed }.map(\.name)
+    }
+
+    @Test("a good day passes every check and reports its figures")
+    func passes() {
+        let summary = DemoSummary.evaluate(goodDay())
+        #expect(summary.passed, "\(summary.lines.joined(separator: "\n"))")
+        #expect(summary.checks.count == 9)
+        #expect(summary.figures["stopLatencyMs"] == .double(4.5))
+        #expect(summary.figures["releaseLatencyMs"] == .double(12))
+        #expect(summary.figures["handoverLatencyMs"] == .double(15))
+        #expect(summary.lines.last == "all 9 checks passed")
+    }
+
+    @Test("each broken part fails its own check")
+    func failures() {
+        var missing = goodDay()
+        missing.local.removeLast()
+        #expect(failed(missing) == ["records match"])
+
+        var refetched = goodDay()
+        refetched.servedBeforeReturn += 30
+        refetched.servedAfterReturn += 30
+        #expect(failed(refetched) == ["refetch overhead"])
+
+        var fullResync = goodDay()
+        fullResync.servedAfterReturn += 50
+        #expect(failed(fullResync) == ["reSync fetched only changes"])
+
+        var ghost = goodDay()
+        ghost.local.append(["Id": .string(ghost.deleted[0]), "LastModifiedDate": "old"])
+        #expect(failed(ghost).contains("ghosts cleaned"))
+
+        var notSent = goodDay()
+        notSent.serverRecords[0]["Name"] = "n"
+        #expect(failed(notSent) == ["local edit synced up"])
+
+        var slowStop = goodDay()
+        slowStop.hostLog[1]["t"] = .double(1_000 + 2_500)
+        #expect(failed(slowStop) == ["stop latency"])
+
+        var noHandOver = goodDay()
+        noHandOver.extLog = [["event": "lease.acquired", "t": 1_015.0]]
+        #expect(failed(noHandOver) == ["hand-over latency"])
+
+        var overlap = goodDay()
+        overlap.history[1].acquired = 1
+        overlap.history[0].released = 5
+        #expect(failed(overlap) == ["lease history"])
+
+        var corrupt = goodDay()
+        corrupt.integrity = "row 3 missing from index"
+        #expect(failed(corrupt) == ["integrity check"])
+        #expect(DemoSummary.evaluate(corrupt).lines.last == "1 of 9 checks FAILED")
+    }
+}
