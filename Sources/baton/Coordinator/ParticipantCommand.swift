@@ -117,7 +117,15 @@ struct ParticipantCommand: AsyncParsableCommand {
             create: true, busyTimeout: .milliseconds(Int64(busyTimeout * 1000)))
         store.faults.failWritesWhileFileExists(storageFaultFile)
         let client = RESTClient(baseURL: server, token: token, logger: logger)
-        let syncs = try configuredSyncs(client: client)
+        let specs = SyncSpecs(
+            downs: syncDowns, ups: syncUps, cleanGhosts: cleanGhosts, batchSize: batchSize,
+            downMergeMode: downMergeMode.mode, upMergeMode: upMergeMode.mode)
+        let syncs: [ConfiguredSync]
+        do {
+            syncs = try specs.syncs(client: client)
+        } catch let error as CLIError {
+            throw ValidationError(error.message)
+        }
         let manager = SyncManager(
             store: store, access: .none, targetFactory: RESTTargetFactory(client: client), logger: logger)
         let participant = try Participant(
@@ -135,51 +143,9 @@ struct ParticipantCommand: AsyncParsableCommand {
             "participant \(name) (\(role.rawValue), pid \(getpid())) running in \(store.directory.path)")
         try await group.run()
     }
-
-    func configuredSyncs(client: RESTClient) throws -> [ConfiguredSync] {
-        var syncs: [ConfiguredSync] = []
-        var soupTypes: [String: String] = [:]
-        for spec in syncDowns {
-            let parts = spec.split(separator: ":", maxSplits: 2).map(String.init)
-            guard parts.count == 3, !parts[2].isEmpty else {
-                throw ValidationError("--sync-down takes NAME:SOUP:SOQL, got '\(spec.prefix(80))'")
-            }
-            let target = try SoqlSyncDownTarget(client: client, query: parts[2], batchSize: batchSize)
-            soupTypes[parts[1]] = target.fetchQuery.object
-            syncs.append(
-                .down(
-                    name: parts[0], soup: parts[1], target: target,
-                    options: SyncOptions(mergeMode: downMergeMode.mode),
-                    cleanGhosts: cleanGhosts.contains(parts[0])))
-        }
-        for spec in syncUps {
-            let parts = spec.split(separator: ":", maxSplits: 2).map(String.init)
-            guard parts.count >= 2, let type = parts.count == 3 ? parts[2] : soupTypes[parts[1]] else {
-                throw ValidationError(
-                    "--sync-up takes NAME:SOUP[:TYPE] (TYPE is needed when no --sync-down uses SOUP), got '\(spec.prefix(80))'"
-                )
-            }
-            let target = try RESTSyncUpTarget(client: client, objectType: type)
-            syncs.append(
-                .up(
-                    name: parts[0], soup: parts[1], target: target,
-                    options: SyncOptions(mergeMode: upMergeMode.mode)))
-        }
-        return syncs
-    }
 }
 
 /// `overwrite` or `leave-if-changed` on the command line.
-enum MergeModeArgument: String, ExpressibleByArgument, CaseIterable {
-    case overwrite
-    case leaveIfChanged = "leave-if-changed"
-
-    var mode: MergeMode {
-        switch self {
-        case .overwrite: .overwrite
-        case .leaveIfChanged: .leaveIfChanged
-        }
-    }
-}
+extension MergeModeArgument: ExpressibleByArgument {}
 
 extension ParticipantRole: ExpressibleByArgument {}

@@ -1,8 +1,6 @@
 import ArgumentParser
 import BatonCoordinator
 import BatonHarness
-import BatonStore
-import Foundation
 
 struct WaitCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -41,45 +39,22 @@ struct WaitCommand: AsyncParsableCommand {
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
     }
 
-    func holds() -> Bool {
-        guard let snapshot = try? CoordinatorSnapshot.read(directory.dir) else { return false }
-        if let writer {
-            return snapshot.writer?.name == writer
-                && snapshot.participants.contains { $0.name == writer && $0.isWriter }
-        }
-        if noWriter {
-            return snapshot.writer == nil && !snapshot.participants.contains { $0.isWriter && $0.isAlive }
-        }
+    /// The one condition given (``validate()`` checked there is exactly one, well formed).
+    var condition: WaitCondition {
+        if let writer { return .writer(writer) }
         if let sync {
             let parts = sync.split(separator: "=").map(String.init)
-            return snapshot.syncStatuses[parts[0]] == parts[1]
+            return .sync(name: parts[0], status: parts[1])
         }
         if let lifecycle {
             let parts = lifecycle.split(separator: "=").map(String.init)
-            return snapshot.participants.contains { $0.name == parts[0] && $0.lifecycle.rawValue == parts[1] }
+            return .lifecycle(name: parts[0], state: Lifecycle(rawValue: parts[1]) ?? .background)
         }
-        return false
+        return .noWriter
     }
 
     func run() async throws {
-        let shared = try SharedDirectory(path: directory.dir)
-        for sub in [shared.lifecyclePath, shared.participantsPath] { try shared.ensureSubdirectory(sub) }
-        // In the root only the change doorbell matters: the store files and setup.lock change
-        // when a check opens the store, and must not wake the wait again.
-        let met = try await DirectoryWatcher(
-            root: shared.path, subdirectories: ["lifecycle", "participants"]
-        )
-        .wait(
-            timeout: .milliseconds(Int(timeout * 1000)),
-            relevant: { event in
-                guard case .changed(let directory, let name) = event else { return true }
-                switch directory {
-                case "": return name == "changes"
-                case "participants": return ParticipantStatus.isStatusFile(name, in: shared)
-                default: return true
-                }
-            }
-        ) { self.holds() }
+        let met = try await condition.wait(in: directory.dir, timeout: .milliseconds(Int(timeout * 1000)))
         guard met else { throw CLIError(message: "timed out after \(timeout)s", exitCode: 1) }
     }
 }

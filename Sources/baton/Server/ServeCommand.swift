@@ -13,7 +13,12 @@ struct ServeCommand: AsyncParsableCommand {
             (query, sobjects, composite/sobjects), and /admin (seed, touch, delete, stats, faults), \
             with bearer-token auth. Stops on Ctrl-C or SIGTERM.
 
-            The server knows User, Account, Contact and Opportunity with their usual fields and             relationships; unknown types and fields answer INVALID_TYPE / INVALID_FIELD as             Salesforce does. --schema FILE adds types and fields:             {"objects": [{"name": "Invoice__c", "fields": [{"name": "Amount__c", "type": "currency"},             {"name": "Account__c", "type": "reference", "referenceTo": "Account",             "childRelationshipName": "Invoices__r"}]}]}. --seed declares a new type it names.
+            The server knows User, Account, Contact and Opportunity with their usual fields and \
+            relationships; unknown types and fields answer INVALID_TYPE / INVALID_FIELD as \
+            Salesforce does. --schema FILE adds types and fields: \
+            {"objects": [{"name": "Invoice__c", "fields": [{"name": "Amount__c", "type": "currency"}, \
+            {"name": "Account__c", "type": "reference", "referenceTo": "Account", \
+            "childRelationshipName": "Invoices__r"}]}]}. --seed declares a new type it names.
             """
     )
 
@@ -34,7 +39,11 @@ struct ServeCommand: AsyncParsableCommand {
         if let token, token.isEmpty || token.contains(where: { $0.isWhitespace }) {
             throw ValidationError("--token must be non-empty and contain no spaces")
         }
-        _ = try seeds.map(Seed.init(parsing:))
+        do {
+            _ = try seeds.map(ServerSeed.init(parsing:))
+        } catch let error as CLIError {
+            throw ValidationError(error.message)
+        }
     }
 
     func run() async throws {
@@ -50,7 +59,7 @@ struct ServeCommand: AsyncParsableCommand {
             server = try ReferenceServer(
                 configuration: .init(host: host, port: port, token: token, dataPath: data, schema: known),
                 logger: Logger(label: "baton.serve"))
-            for seed in try seeds.map(Seed.init(parsing:)) {
+            for seed in try seeds.map(ServerSeed.init(parsing:)) {
                 try server.seed(type: seed.type, count: seed.count, timeStamps: seed.timeStamps)
             }
         } catch let error as SalesforceError {
@@ -69,26 +78,6 @@ struct ServeCommand: AsyncParsableCommand {
                     "try: curl -H 'Authorization: Bearer \(token)' '\(url)/services/data/v60.0/query?q=SELECT+Id,Name+FROM+Account+LIMIT+5'"
                 )
             }
-        }
-    }
-
-    struct Seed {
-        var type: String
-        var count: Int
-        var timeStamps: Int?
-
-        init(parsing text: String) throws {
-            let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
-            let numbers = parts.count == 2 ? parts[1].split(separator: ":").map { Int($0) } : []
-            guard parts.count == 2, !parts[0].isEmpty, let count = numbers.first ?? nil, count >= 0,
-                numbers.count <= 2, numbers.allSatisfy({ $0 != nil && $0! > 0 || $0 == 0 })
-            else {
-                throw ValidationError(
-                    "--seed takes TYPE=COUNT[:TIMESTAMPS], e.g. Account=1000 or Account=100:3; got '\(text)'")
-            }
-            type = parts[0]
-            self.count = count
-            timeStamps = numbers.count == 2 ? numbers[1] : nil
         }
     }
 }

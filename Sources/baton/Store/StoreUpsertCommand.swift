@@ -40,31 +40,16 @@ struct StoreUpsertCommand: AsyncParsableCommand {
             }
         }
         let store = try directory.openStore(create: false)
-        let soupName = soup
-        let externalIdPath = externalId
-        let markLocal = local
-        let hold = holdTransaction
         let count = try await lease.write(store, tool: "store-upsert") { transaction in
-            for record in parsed {
-                var toWrite = record
-                if markLocal {
-                    let existing = try externalIdPath.flatMap { path in
-                        try JSONValue.object(record).value(atPath: path).flatMap {
-                            try transaction.entry(where: path, equals: $0, in: soupName)
-                        }
-                    }
-                    toWrite =
-                        existing == nil ? LocalFlags.markCreated(record) : LocalFlags.markUpdated(record)
-                }
-                try transaction.upsert(toWrite, into: soupName, externalIdPath: externalIdPath)
-            }
-            if hold {
+            try RecordUpsert(soup: soup, externalIdPath: externalId, markLocal: local).write(
+                parsed, in: transaction)
+            if holdTransaction {
                 // Test hook: the transaction stays open until this process is killed.
                 CLIOutput.line("holding transaction")
                 while true { pause() }
             }
             return parsed.count
         }
-        CLIOutput.line("upserted \(count) record(s) into '\(soupName)'")
+        CLIOutput.line("upserted \(count) record(s) into '\(soup)'")
     }
 }

@@ -1,0 +1,177 @@
+import BatonCoordinator
+import BatonStore
+import Foundation
+
+extension ProcessState {
+    /// How `baton status` shows it.
+    var label: String {
+        switch self {
+        case .stopped: "stopped (frozen)"
+        case .hung: "hung (D state)"
+        default: rawValue
+        }
+    }
+}
+
+/// What `status` and `wait` look at: the open lease interval, the participants' files and the
+/// sync counts.
+public struct CoordinatorSnapshot {
+    public struct Writer: Sendable {
+        public var name: String
+        public var pid: Int32
+        public var epoch: Int64
+    }
+
+    public var writer: Writer?
+    public var participants: [ParticipantStatus]
+    /// The writer lock file's heartbeat record, and how old it was when read (ms).
+    var heartbeat: HeartbeatRecord?
+    var heartbeatAgeMillis: Double?
+    var syncCounts: [String: Int]
+    public var syncStatuses: [String: String]
+
+    public static func read(_ path: String) throws -> CoordinatorSnapshot {
+        let shared = try SharedDirectory(path: path, create: false)
+        let participants = ParticipantStatus.readAll(in: shared)
+        let heartbeat = HeartbeatRecord.read(at: shared.writerLockPath)
+        let now = MonotonicClock.nanos()
+        let age = heartbeat.map { now >= $0.beat ? Double((now - $0.beat) / 100_000) / 10 : 0 }
+        guard
+            let store = try? SharedStore.open(
+                directory: shared, create: false, logger: .init(label: "baton.status"))
+        else {
+            return CoordinatorSnapshot(
+                writer: nil, participants: participants, heartbeat: heartbeat, heartbeatAgeMillis: age,
+                syncCounts: [:], syncStatuses: [:])
+        }
+        return try store.read { reader in
+            // The lock file names the holder (one that has not written yet is not in the store's
+            // history); it is the writer while its process lives, has not let go, and does not
+            // say it has (a holder that died keeps its record until the next one).
+            let history = LeaseHistory.fold(try reader.leaseHistory(), record: heartbeat)
+            let writer = heartbeat.flatMap { record -> Writer? in
+                guard record.released == 0 else { return nil }
+                let alive = kill(record.pid, 0) == 0 || errno == EPERM
+                let status = participants.first { $0.pid == record.pid }
+                let letGo =
+                    status.map { !$0.isWriter && $0.phase != .releasing }
+                    ?? false
+                let name =
+                    history.last { $0.epoch == record.epoch }?.name ?? status?.name ?? "pid \(record.pid)"
+                return alive && !letGo ? Writer(name: name, pid: record.pid, epoch: record.epoch) : nil
+            }
+            var statuses: [String: String] = [:]
+            for row in try reader.syncStates() { if let name = row.name { statuses[name] = row.status } }
+            return CoordinatorSnapshot(
+                writer: writer, participants: participants, heartbeat: heartbeat, heartbeatAgeMillis: age,
+                syncCounts: try reader.syncStatusCounts(), syncStatuses: statuses)
+        }
+    }
+
+    /// The heartbeat age of the process holding the writer lock file, when `pid` is that one.
+    func heartbeatAge(of pid: Int32) -> Double? {
+        guard let heartbeat, heartbeat.pid == pid else { return nil }
+        return heartbeatAgeMillis
+    }
+
+    /// Running, stopped (frozen), hung or dead, as the kernel says.
+    func liveness(of participant: ParticipantStatus) -> ProcessState {
+        participant.isAlive ? ProcessState.of(participant.pid) : .dead
+    }
+
+    func liveness(ofPid pid: Int32) -> ProcessState {
+        ProcessState.of(pid)
+    }
+
+    public var jsonValue: JSONValue {
+        var participantsJSON: [JSONValue] = []
+        for p in participants {
+            var object = p.json
+            object["alive"] = .bool(p.isAlive)
+            object["liveness"] = .string(liveness(of: p).rawValue)
+            object["heartbeatAgeMs"] = heartbeatAge(of: p.pid).map(JSONValue.double) ?? .null
+            participantsJSON.append(.object(object))
+        }
+        return [
+            "writer": writer.map {
+                [
+                    "name": .string($0.name), "pid": .int(Int64($0.pid)), "epoch": .int($0.epoch),
+                    "liveness": .string(liveness(ofPid: $0.pid).rawValue),
+                    "heartbeatAgeMs": heartbeatAge(of: $0.pid).map(JSONValue.double) ?? .null,
+                ]
+            } ?? .null,
+            "leaseTermMs": heartbeat.map { .int($0.termMillis) } ?? .null,
+            "participants": .array(participantsJSON),
+            "syncs": .object(syncCounts.mapValues { .int(Int64($0)) }),
+        ]
+    }
+}
+
+extension SyncRetry {
+    /// "accounts: attempt 3 failed (cannot reach …); next at 12:00:04 (in 2.0s)".
+    var summary: String {
+        let wait = max(0, Double(nextAttempt - WallClock.nowMillis()))
+        let time = Date(timeIntervalSince1970: Double(nextAttempt) / 1000)
+        return
+            "\(name): attempt \(attempt) failed (\(lastError)); next at \(Self.clock.string(from: time)) (in \(CoordinatorSnapshot.seconds(wait)))"
+    }
+
+    static let clock: DateFormatter = {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "HH:mm:ss"
+        return formatter
+    }()
+}
+
+extension CoordinatorSnapshot {
+    /// What `baton status` prints.
+    public var lines: [String] {
+        let snapshot = self
+        var lines: [String] = []
+        if let writer = snapshot.writer {
+            var line = "writer: \(writer.name) (pid \(writer.pid), epoch \(writer.epoch))"
+            if let age = snapshot.heartbeatAge(of: writer.pid) {
+                line += ", heartbeat \(CoordinatorSnapshot.seconds(age)) ago"
+            }
+            if snapshot.liveness(ofPid: writer.pid) == .stopped {
+                line += "; STOPPED: a waiting participant takes the lease over once the term passes"
+            }
+            lines.append(line)
+        } else {
+            lines.append("writer: none")
+        }
+        let rows = snapshot.participants.map { p in
+            [
+                p.name, p.role.rawValue, String(p.priority), String(p.pid), snapshot.liveness(of: p).label,
+                snapshot.heartbeatAge(of: p.pid).map(CoordinatorSnapshot.seconds) ?? "-",
+                p.lifecycle.rawValue,
+                p.phase.rawValue,
+                p.managerState,
+            ]
+        }
+        if rows.isEmpty {
+            lines.append("participants: none")
+        } else {
+            lines += Table.render(
+                header: [
+                    "NAME", "ROLE", "PRIORITY", "PID", "LIVENESS", "HEARTBEAT", "LIFECYCLE", "PHASE",
+                    "MANAGER",
+                ],
+                rows: rows)
+        }
+        for p in snapshot.participants {
+            if let problem = p.problem { lines.append("problem: \(p.name): \(problem)") }
+            for retry in p.retrying { lines.append("retrying: \(p.name): \(retry.summary)") }
+        }
+        if let term = snapshot.heartbeat.map({ Double($0.termMillis) / 1000 }) {
+            lines.append("lease term: \(term)s (the writer renews its heartbeat every quarter term)")
+        }
+        let counts = snapshot.syncCounts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        lines.append("syncs: \(counts.isEmpty ? "none" : counts.joined(separator: " "))")
+        return lines
+    }
+
+    static func seconds(_ millis: Double) -> String {
+        String(format: "%.1fs", millis / 1000)
+    }
+}

@@ -1,0 +1,99 @@
+import BatonCoordinator
+import BatonStore
+import BatonSync
+import Foundation
+
+/// What `baton syncs` shows: the sync states persisted in a store, with the retries live
+/// participants publish.
+public struct SyncsReport {
+    public var syncs: [SyncState]
+    /// Configured syncs a live participant retries, by name: the last failure and the next attempt.
+    public var retries: [String: SyncRetry]
+
+    /// Reads the syncs (only those with `status`, when given) of the store in `directory`.
+    public static func read(_ store: SharedStore, directory: String, status: SyncStatus?) throws
+        -> SyncsReport
+    {
+        let syncs = try status.map { try SyncState.getSyncsWithStatus(store, $0) } ?? SyncState.all(store)
+        var retries: [String: SyncRetry] = [:]
+        if let shared = try? SharedDirectory(path: directory, create: false) {
+            for participant in ParticipantStatus.readAll(in: shared) where participant.isAlive {
+                for retry in participant.retrying { retries[retry.name] = retry }
+            }
+        }
+        return SyncsReport(syncs: syncs, retries: retries)
+    }
+
+    /// One JSON object per sync, with its `retry` (or null).
+    public var jsonValue: JSONValue {
+        .array(
+            syncs.map { sync in
+                var object = sync.jsonValue.objectValue ?? [:]
+                object["retry"] = sync.name.flatMap { retries[$0] }.map(\.jsonValue) ?? .null
+                return .object(object)
+            })
+    }
+
+    /// A table, one row per sync.
+    public var lines: [String] {
+        let header = ["ID", "NAME", "TYPE", "SOUP", "STATUS", "PROGRESS", "TOTAL", "MAXTIMESTAMP", "ERROR"]
+        let rows = syncs.map { sync in
+            [
+                String(sync.id), sync.name ?? "-", sync.type.rawValue, sync.soupName, sync.status.rawValue,
+                "\(sync.progress)%",
+                String(sync.totalSize), String(sync.maxTimeStamp),
+                Self.errorColumn(sync, retry: sync.name.flatMap { retries[$0] }),
+            ]
+        }
+        return Table.render(header: header, rows: rows)
+    }
+
+    /// The error (its first 60 characters), and for a retried sync when the next attempt starts.
+    static func errorColumn(_ sync: SyncState, retry: SyncRetry?) -> String {
+        var text = (sync.error ?? retry?.lastError).map { String($0.prefix(60)) } ?? ""
+        if let retry {
+            let time = SyncRetry.clock.string(
+                from: Date(timeIntervalSince1970: Double(retry.nextAttempt) / 1000))
+            text += (text.isEmpty ? "" : "; ") + "retry \(retry.attempt + 1) at \(time)"
+        }
+        return text
+    }
+}
+
+extension SyncRetry {
+    var jsonValue: JSONValue {
+        [
+            "attempt": .int(Int64(attempt)), "lastError": .string(lastError),
+            "nextAttempt": .int(nextAttempt),
+        ]
+    }
+}
+
+extension SyncState {
+    var jsonValue: JSONValue {
+        var object: JSONObject = [
+            "id": .int(id), "name": name.map(JSONValue.string) ?? .null, "type": .string(type.rawValue),
+            "soup": .string(soupName), "status": .string(status.rawValue), "progress": .int(Int64(progress)),
+            "totalSize": .int(Int64(totalSize)), "maxTimeStamp": .int(maxTimeStamp),
+            "mergeMode": .string(mergeMode.rawValue), "target": .object(target),
+        ]
+        object["error"] = error.map(JSONValue.string) ?? .null
+        object["startTime"] = startTime.map(JSONValue.int) ?? .null
+        object["endTime"] = endTime.map(JSONValue.int) ?? .null
+        return .object(object)
+    }
+}
+
+/// Left-aligned text columns.
+public enum Table {
+    public static func render(header: [String], rows: [[String]]) -> [String] {
+        let all = [header] + rows
+        let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
+        return all.map { row in
+            row.enumerated().map { index, cell in
+                index == row.count - 1
+                    ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+        }
+    }
+}

@@ -1,0 +1,49 @@
+import BatonCoordinator
+import BatonStore
+import Foundation
+
+/// What `baton wait` waits for, checked on a fresh ``CoordinatorSnapshot``.
+public enum WaitCondition: Sendable, Equatable {
+    /// Participant NAME holds the writer lease.
+    case writer(String)
+    /// Nobody holds the writer lease.
+    case noWriter
+    /// Sync NAME has this status.
+    case sync(name: String, status: String)
+    /// Participant NAME publishes this lifecycle.
+    case lifecycle(name: String, state: Lifecycle)
+
+    public func holds(in snapshot: CoordinatorSnapshot) -> Bool {
+        switch self {
+        case .writer(let name):
+            snapshot.writer?.name == name && snapshot.participants.contains { $0.name == name && $0.isWriter }
+        case .noWriter:
+            snapshot.writer == nil && !snapshot.participants.contains { $0.isWriter && $0.isAlive }
+        case .sync(let name, let status):
+            snapshot.syncStatuses[name] == status
+        case .lifecycle(let name, let state):
+            snapshot.participants.contains { $0.name == name && $0.lifecycle == state }
+        }
+    }
+
+    /// Waits (on inotify events in D/participants, D/lifecycle and D/changes, never polling)
+    /// until the condition holds in the shared directory at `path`; false after `timeout`.
+    public func wait(in path: String, timeout: Duration) async throws -> Bool {
+        let shared = try SharedDirectory(path: path)
+        for sub in [shared.lifecyclePath, shared.participantsPath] { try shared.ensureSubdirectory(sub) }
+        // In the root only the change doorbell matters: the store files and setup.lock change
+        // when a check opens the store, and must not wake the wait again.
+        return try await DirectoryWatcher(root: shared.path, subdirectories: ["lifecycle", "participants"])
+            .wait(
+                timeout: timeout,
+                relevant: { event in
+                    guard case .changed(let directory, let name) = event else { return true }
+                    switch directory {
+                    case "": return name == "changes"
+                    case "participants": return ParticipantStatus.isStatusFile(name, in: shared)
+                    default: return true
+                    }
+                }
+            ) { (try? CoordinatorSnapshot.read(path)).map(holds) ?? false }
+    }
+}

@@ -1,0 +1,29 @@
+import ArgumentParser
+import BatonHarness
+
+extension LeaseCommand {
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Exit 0 only if lease intervals never overlap, epochs strictly increase and every logged commit came from the lease holder of its time.",
+            discussion: """
+                The store logs its newest 10,000 commits with the committing process and the epoch \
+                current at the time. A commit by a process that did not hold that epoch, a commit \
+                fenced by a stale epoch, or one made after its holder released the lease fails the \
+                check. Commits made outside any lease (for instance by `baton store upsert`) are \
+                counted, and fail the check only with --strict.
+                """)
+
+        @OptionGroup var directory: DirectoryOptions
+        @Flag(help: "Also fail on commits made outside any lease.") var strict = false
+
+        func run() throws {
+            let audit = try LeaseReport.audit(try directory.openStore(create: false), strict: strict)
+            guard audit.passed else {
+                for violation in audit.violations { CLIOutput.warn(violation.description) }
+                throw CLIError(message: audit.summary)
+            }
+            CLIOutput.line(audit.summary)
+        }
+    }
+}

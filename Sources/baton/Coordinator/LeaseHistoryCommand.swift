@@ -1,0 +1,23 @@
+import ArgumentParser
+import BatonCoordinator
+import BatonHarness
+
+extension LeaseCommand {
+    struct History: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Every lease interval: epoch, holder, pid, acquired, released.")
+
+        @OptionGroup var directory: DirectoryOptions
+        @Flag(help: "Print a JSON array.") var json = false
+
+        func run() throws {
+            let store = try directory.openStore(create: false)
+            let history = try LeaseHistory.read(store: store, directory: store.directory)
+            if json {
+                CLIOutput.json(.array(history.map(\.jsonValue)))
+            } else {
+                for line in LeaseReport.table(history) { CLIOutput.line(line) }
+            }
+        }
+    }
+}
