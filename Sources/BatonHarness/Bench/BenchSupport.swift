@@ -51,6 +51,19 @@ final class BenchEnvironment: @unchecked Sendable {
         return try SharedDirectory(path: root + "/d\(counter)")
     }
 
+    /// A store in `shared`, a sync manager on it (writing unleased) and a sync down target for
+    /// `query`, as the scenarios that sync down set them up.
+    func syncDown(in shared: SharedDirectory, query: String, batchSize: Int) throws -> (
+        store: SharedStore, manager: SyncManager, target: SoqlSyncDownTarget
+    ) {
+        let store = try SharedStore.open(directory: shared, logger: quietLogger())
+        let manager = SyncManager(
+            store: store, access: .unleased, targetFactory: RESTTargetFactory(client: client),
+            logger: quietLogger())
+        let target = try SoqlSyncDownTarget(client: client, query: query, batchSize: batchSize)
+        return (store, manager, target)
+    }
+
     func quietLogger() -> Logger {
         var logger = Logger(label: "baton.bench")
         logger.logLevel = .critical

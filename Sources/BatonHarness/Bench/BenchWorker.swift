@@ -11,27 +11,18 @@ public struct BenchWorker: Sendable {
     /// `lease`, `busy`, `reader` or `syncdown`.
     public var mode: String
     public var dir: String
-    public var writes: Int
+    public var writes = 200
     /// Lease mode: writes per turn, and the pause before a process asks for its next turn.
-    public var burst: Int
-    public var pauseMicroseconds: Int
-    public var name: String
+    public var burst = 2
+    public var pauseMicroseconds = 300
+    public var name = "w"
     public var server: String?
     /// Print `ready` once set up, then start when a line arrives on stdin (or it closes).
-    public var waitForGo: Bool
+    public var waitForGo = false
 
-    public init(
-        mode: String, dir: String, writes: Int, burst: Int, pauseMicroseconds: Int, name: String,
-        server: String?, waitForGo: Bool
-    ) {
+    public init(mode: String, dir: String) {
         self.mode = mode
         self.dir = dir
-        self.writes = writes
-        self.burst = burst
-        self.pauseMicroseconds = pauseMicroseconds
-        self.name = name
-        self.server = server
-        self.waitForGo = waitForGo
     }
 
     /// Runs one worker; `output` prints a line on stdout (the parent reads `ready` and the

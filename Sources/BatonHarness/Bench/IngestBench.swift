@@ -42,13 +42,8 @@ struct IngestBench {
     /// Seconds for a sync down of every record: server → REST → SyncManager → store, 2000 per page.
     static func endToEnd(_ env: BenchEnvironment, records: Int) async throws -> Double {
         let shared = try env.freshDirectory()
-        let store = try SharedStore.open(directory: shared, logger: env.quietLogger())
-        let manager = SyncManager(
-            store: store, access: .unleased, targetFactory: RESTTargetFactory(client: env.client),
-            logger: env.quietLogger())
-        let target = try SoqlSyncDownTarget(
-            client: env.client, query: "SELECT Id, Name, Number__c, Description FROM Account", batchSize: 2000
-        )
+        let (store, manager, target) = try env.syncDown(
+            in: shared, query: "SELECT Id, Name, Number__c, Description FROM Account", batchSize: 2000)
         let clock = ContinuousClock()
         let elapsed = try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await manager.run() }

@@ -76,12 +76,8 @@ struct LifecycleBench {
     ) async throws {
         var participants: [Participant] = []
         for name in names {
-            let store = try SharedStore.open(directory: shared, logger: env.quietLogger())
-            let manager = SyncManager(
-                store: store, access: .unleased, targetFactory: RESTTargetFactory(client: env.client),
-                logger: env.quietLogger())
-            let target = try SoqlSyncDownTarget(
-                client: env.client, query: "SELECT Id, Name FROM Account", batchSize: 500)
+            let (store, manager, target) = try env.syncDown(
+                in: shared, query: "SELECT Id, Name FROM Account", batchSize: 500)
             let configuration = ParticipantConfiguration(
                 name: name, role: name == "host" ? .host : .appExtension,
                 syncs: [.down(name: "accounts", soup: "accounts", target: target, options: SyncOptions())],

@@ -21,12 +21,8 @@ struct ResumeWasteBench {
             try await env.reseed(records, tie: tie, bytes: 100)
             for stopAt in [25, 50, 75] {
                 let shared = try env.freshDirectory()
-                let store = try SharedStore.open(directory: shared, logger: env.quietLogger())
-                let manager = SyncManager(
-                    store: store, access: .unleased, targetFactory: RESTTargetFactory(client: env.client),
-                    logger: env.quietLogger())
-                let target = try SoqlSyncDownTarget(
-                    client: env.client, query: "SELECT Id, Name FROM Account", batchSize: 200)
+                let (store, manager, target) = try env.syncDown(
+                    in: shared, query: "SELECT Id, Name FROM Account", batchSize: 200)
                 let outcome = try await withThrowingTaskGroup(of: Void.self) { group -> Case in
                     group.addTask { try await manager.run() }
                     defer { group.cancelAll() }

@@ -31,28 +31,14 @@ struct TakeoverBench {
             try await env.client.adminSetFaults(["latencyMs": 20])
             let shared = try env.freshDirectory()
             directories.append(shared)
-            var started: [ChildProcess] = []
-            do {
-                try await frozenTrial(env, shared, into: &result, started: &started)
-            } catch {
-                await stop(started)
-                throw error
-            }
-            await stop(started)
+            try await withStarted { try await frozenTrial(env, shared, into: &result, started: &$0) }
         }
         // Every trial's participants have exited (and logged their longest transaction).
         result.longestTransactionMs = directories.map(longestTransaction(in:)).max() ?? 0
         // The slow holder: pages slower than the term, the peer waiting through three terms.
         try await env.client.adminSetFaults(["latencyMs": .int(Int64(term * 1500))])
         let shared = try env.freshDirectory()
-        var started: [ChildProcess] = []
-        do {
-            try await slowTrial(env, shared, into: &result, started: &started)
-        } catch {
-            await stop(started)
-            throw error
-        }
-        await stop(started)
+        try await withStarted { try await slowTrial(env, shared, into: &result, started: &$0) }
         try await env.client.adminClearFaults()
         return result
     }
@@ -62,14 +48,7 @@ struct TakeoverBench {
         _ env: BenchEnvironment, _ shared: SharedDirectory, into result: inout Result,
         started: inout [ChildProcess]
     ) async throws {
-        let host = try await start(env, shared, "host")
-        started.append(host)
-        try await LifecycleBench.waitForLog(shared, "host", timeout: .seconds(120)) {
-            $0["event"] == "sync" && ($0["progress"]?.intValue ?? 0) > 0
-        }
-        let ext = try await start(env, shared, "ext")
-        started.append(ext)
-        try await LifecycleBench.waitForLog(shared, "ext") { $0["event"] == "lease.waiting" }
+        try await startPair(env, shared, started: &started, firstPage: .seconds(120))
         // Three terms of a slow holder; a takeover, if any, is in the log by then.
         try await Task.sleep(for: .seconds(term * 3))  // wait-ok: the scenario is the wait itself
         let text = (try? String(contentsOfFile: shared.logsPath + "/ext.jsonl", encoding: .utf8)) ?? ""
@@ -83,14 +62,7 @@ struct TakeoverBench {
         _ env: BenchEnvironment, _ shared: SharedDirectory, into result: inout Result,
         started: inout [ChildProcess]
     ) async throws {
-        let host = try await start(env, shared, "host")
-        started.append(host)
-        try await LifecycleBench.waitForLog(shared, "host") {
-            $0["event"] == "sync" && ($0["progress"]?.intValue ?? 0) > 0
-        }
-        let ext = try await start(env, shared, "ext")
-        started.append(ext)
-        try await LifecycleBench.waitForLog(shared, "ext") { $0["event"] == "lease.waiting" }
+        let host = try await startPair(env, shared, started: &started, firstPage: .seconds(60))
         // Frozen just after a page committed (its log line is written after the commit),
         // while the next page is on its way: outside a write transaction, where a takeover
         // is possible. Frozen inside one, nobody can write until it runs again (that case
@@ -125,6 +97,22 @@ struct TakeoverBench {
         await host.send(SIGCONT)
     }
 
+    /// Starts the host, waits for its first page, then starts the extension and waits until it
+    /// waits for the lease; returns the host.
+    @discardableResult
+    static func startPair(
+        _ env: BenchEnvironment, _ shared: SharedDirectory, started: inout [ChildProcess], firstPage: Duration
+    ) async throws -> ChildProcess {
+        let host = try await start(env, shared, "host")
+        started.append(host)
+        try await LifecycleBench.waitForLog(shared, "host", timeout: firstPage) {
+            $0["event"] == "sync" && ($0["progress"]?.intValue ?? 0) > 0
+        }
+        started.append(try await start(env, shared, "ext"))
+        try await LifecycleBench.waitForLog(shared, "ext") { $0["event"] == "lease.waiting" }
+        return host
+    }
+
     /// `baton participant NAME` in the foreground with a sync down, logging to the directory.
     static func start(_ env: BenchEnvironment, _ shared: SharedDirectory, _ name: String) async throws
         -> ChildProcess
@@ -152,6 +140,19 @@ struct TakeoverBench {
             }
         }
         return longest
+    }
+
+    /// Runs `body` with a list it adds the processes it starts to; stops them all afterwards,
+    /// whether it finished or threw.
+    static func withStarted(_ body: (inout [ChildProcess]) async throws -> Void) async throws {
+        var started: [ChildProcess] = []
+        do {
+            try await body(&started)
+        } catch {
+            await stop(started)
+            throw error
+        }
+        await stop(started)
     }
 
     /// Wakes and stops (SIGTERM) each process, and waits for them.

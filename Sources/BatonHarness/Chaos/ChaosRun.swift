@@ -37,23 +37,15 @@ public final class ChaosRun: @unchecked Sendable {
     /// executable the participants run.
     public struct Options: Sendable {
         public var seed: UInt64
-        public var rounds: Int
+        public var rounds = 50
         public var participants: Int?
-        public var records: Int
+        public var records = 300
         public var keep: String?
         public var sabotage: ChaosSabotage?
         public var baton: String
 
-        public init(
-            seed: UInt64, rounds: Int, participants: Int?, records: Int, keep: String?,
-            sabotage: ChaosSabotage?, baton: String
-        ) {
+        public init(seed: UInt64, baton: String) {
             self.seed = seed
-            self.rounds = rounds
-            self.participants = participants
-            self.records = records
-            self.keep = keep
-            self.sabotage = sabotage
             self.baton = baton
         }
     }

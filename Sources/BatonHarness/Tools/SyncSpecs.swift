@@ -8,21 +8,14 @@ public struct SyncSpecs: Sendable {
     public var downs: [String]
     public var ups: [String]
     /// Names of sync downs to follow with clean resync ghosts.
-    public var cleanGhosts: [String]
+    public var cleanGhosts: [String] = []
     public var batchSize: Int?
-    public var downMergeMode: MergeMode
-    public var upMergeMode: MergeMode
+    public var downMergeMode = MergeMode.overwrite
+    public var upMergeMode = MergeMode.overwrite
 
-    public init(
-        downs: [String], ups: [String], cleanGhosts: [String], batchSize: Int?, downMergeMode: MergeMode,
-        upMergeMode: MergeMode
-    ) {
+    public init(downs: [String], ups: [String]) {
         self.downs = downs
         self.ups = ups
-        self.cleanGhosts = cleanGhosts
-        self.batchSize = batchSize
-        self.downMergeMode = downMergeMode
-        self.upMergeMode = upMergeMode
     }
 
     /// The configured syncs; a sync up without TYPE takes the object of the sync down on its soup.

@@ -18,10 +18,9 @@ struct BenchWorkerCommand: AsyncParsableCommand {
     @Flag(name: .customLong("wait-for-go")) var waitForGo = false
 
     func run() async throws {
-        let worker = BenchWorker(
-            mode: mode, dir: dir, writes: writes, burst: burst, pauseMicroseconds: pauseMicroseconds,
-            name: name,
-            server: server, waitForGo: waitForGo)
+        var worker = BenchWorker(mode: mode, dir: dir)
+        (worker.writes, worker.burst, worker.pauseMicroseconds) = (writes, burst, pauseMicroseconds)
+        (worker.name, worker.server, worker.waitForGo) = (name, server, waitForGo)
         try await worker.run(output: CLIOutput.line)
     }
 }

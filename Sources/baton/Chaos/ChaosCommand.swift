@@ -59,9 +59,13 @@ struct ChaosCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let options = ChaosRun.Options(
-            seed: seed ?? UInt64.random(in: 1...999_999), rounds: rounds, participants: participants,
-            records: records, keep: keep, sabotage: sabotage, baton: ChildProcesses.executablePath)
+        var options = ChaosRun.Options(
+            seed: seed ?? UInt64.random(in: 1...999_999), baton: ChildProcesses.executablePath)
+        options.rounds = rounds
+        options.participants = participants
+        options.records = records
+        options.keep = keep
+        options.sabotage = sabotage
         let interrupt = ChildProcesses.exitOnInterrupt()
         defer { interrupt.cancel() }
         let json = self.json

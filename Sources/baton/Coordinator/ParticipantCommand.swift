@@ -117,9 +117,11 @@ struct ParticipantCommand: AsyncParsableCommand {
             create: true, busyTimeout: .milliseconds(Int64(busyTimeout * 1000)))
         store.faults.failWritesWhileFileExists(storageFaultFile)
         let client = RESTClient(baseURL: server, token: token, logger: logger)
-        let specs = SyncSpecs(
-            downs: syncDowns, ups: syncUps, cleanGhosts: cleanGhosts, batchSize: batchSize,
-            downMergeMode: downMergeMode.mode, upMergeMode: upMergeMode.mode)
+        var specs = SyncSpecs(downs: syncDowns, ups: syncUps)
+        specs.cleanGhosts = cleanGhosts
+        specs.batchSize = batchSize
+        specs.downMergeMode = downMergeMode.mode
+        specs.upMergeMode = upMergeMode.mode
         let syncs: [ConfiguredSync]
         do {
             syncs = try specs.syncs(client: client)
