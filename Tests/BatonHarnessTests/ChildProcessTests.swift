@@ -86,9 +86,9 @@ struct ChildProcessTests {
 
     @Test("tear-down wakes a frozen child and stops it with SIGTERM (its trap exits 0, no SIGKILL)")
     func tearDown() async throws {
-        let child = try await ChildProcess.start(
-            "/bin/sh", ["-c", "trap 'echo term; exit 0' TERM; echo up; while :; do sleep 0.05; done"],  // wait-ok: the child's own idle loop
-            stdout: .collect, registry: nil)
+        // wait-ok: the child's own idle loop
+        let script = "trap 'echo term; exit 0' TERM; echo up; while :; do sleep 0.05; done"
+        let child = try await ChildProcess.start("/bin/sh", ["-c", script], stdout: .collect, registry: nil)
         #expect(await child.waitForOutput(timeout: .seconds(30)) { out, _ in out == "up\n" })
         await child.send(SIGSTOP)
         await child.tearDown()
