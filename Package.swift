@@ -85,7 +85,8 @@ let package = Package(
         .executableTarget(
             name: "baton",
             dependencies: [
-                "BatonStore", "BatonSync", "BatonREST", "BatonServer", "BatonCoordinator", "BatonHarness", "SOQL",
+                "BatonStore", "BatonSync", "BatonREST", "BatonServer", "BatonCoordinator", "BatonHarness",
+                "SOQL",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -118,7 +119,8 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "BatonTestSupport", "BatonStore", "BatonREST", "BatonServer", "BatonCoordinator", "BatonHarness",
+                "BatonTestSupport", "BatonStore", "BatonREST", "BatonServer", "BatonCoordinator",
+                "BatonHarness",
             ]),
     ],
     swiftLanguageModes: [.v6]
