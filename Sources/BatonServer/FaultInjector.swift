@@ -3,7 +3,7 @@ import Synchronization
 
 /// Faults the admin API can switch on, for tests and demos. Counters (`failNext`…) fire on the
 /// next N data requests; rates fire at random with a seeded generator, so a run repeats.
-public struct FaultSettings: Sendable, Hashable {
+public struct FaultSettings: Sendable, Hashable, Codable {
     /// Added before every data response, in milliseconds.
     public var latencyMs = 0
     /// Probability (0–1) of a 503 `SERVER_UNAVAILABLE`.
@@ -26,37 +26,26 @@ public struct FaultSettings: Sendable, Hashable {
 
     public init() {}
 
-    init(json: JSONObject) throws {
-        func number(_ key: String) throws -> Double? {
-            guard let value = json[key] else { return nil }
+    /// Reads the admin API's body: the settings it names over the defaults (other keys are
+    /// ignored), each a non-negative number; rates above 1 count as 1.
+    init(body: JSONObject) throws {
+        var merged = try JSONValue(encoding: FaultSettings()).objectValue ?? [:]
+        for (key, value) in body where merged[key] != nil {
             guard let number = value.doubleValue, number >= 0 else {
                 throw SalesforceError(
                     status: 400, "INVALID_FIELD", "\(key) must be a non-negative number", fields: [key])
             }
-            return number
+            merged[key] = value
         }
-        latencyMs = Int(try number("latencyMs") ?? 0)
-        errorRate = min(1, try number("errorRate") ?? 0)
-        failNext = Int(try number("failNext") ?? 0)
-        dropConnectionNext = Int(try number("dropConnectionNext") ?? 0)
-        dropConnectionRate = min(1, try number("dropConnectionRate") ?? 0)
-        dropAfterCommitNext = Int(try number("dropAfterCommitNext") ?? 0)
-        dropAfterCommitRate = min(1, try number("dropAfterCommitRate") ?? 0)
-        holdAfterCommitMs = Int(try number("holdAfterCommitMs") ?? 0)
-        seed = UInt64(try number("seed") ?? 1)
-    }
-
-    var json: JSONObject {
-        [
-            "latencyMs": .int(Int64(latencyMs)), "errorRate": .double(errorRate),
-            "failNext": .int(Int64(failNext)),
-            "dropConnectionNext": .int(Int64(dropConnectionNext)),
-            "dropConnectionRate": .double(dropConnectionRate),
-            "dropAfterCommitNext": .int(Int64(dropAfterCommitNext)),
-            "dropAfterCommitRate": .double(dropAfterCommitRate),
-            "holdAfterCommitMs": .int(Int64(holdAfterCommitMs)),
-            "seed": .int(Int64(seed)),
-        ]
+        do {
+            self = try JSONValue.object(merged).decode()
+        } catch {
+            throw SalesforceError(
+                status: 400, "INVALID_FIELD", "counts, milliseconds and the seed must be whole numbers")
+        }
+        errorRate = min(1, errorRate)
+        dropConnectionRate = min(1, dropConnectionRate)
+        dropAfterCommitRate = min(1, dropAfterCommitRate)
     }
 }
 

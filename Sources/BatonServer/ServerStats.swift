@@ -90,14 +90,20 @@ final class ServerStats: Sendable {
         }
     }
 
-    var json: JSONObject {
+    /// What `GET /admin/stats` reports (the route adds the stored record counts).
+    struct Report: Encodable {
+        var requests: Int
+        var recordsServed: [String: Int]
+        var faultsInjected: [String: Int]
+        var writesCommitted: Int
+        var records: [String: Int] = [:]
+    }
+
+    var report: Report {
         counts.withLock { counts in
-            [
-                "requests": .int(Int64(counts.requests)),
-                "recordsServed": .object(counts.recordsServed.mapValues { .int(Int64($0)) }),
-                "faultsInjected": .object(counts.faults.mapValues { .int(Int64($0)) }),
-                "writesCommitted": .int(Int64(counts.writesCommitted)),
-            ]
+            Report(
+                requests: counts.requests, recordsServed: counts.recordsServed, faultsInjected: counts.faults,
+                writesCommitted: counts.writesCommitted)
         }
     }
 }

@@ -1,7 +1,7 @@
 /// A summary of a store, as `baton store info` prints it.
-public struct StoreInfo: Sendable, Hashable {
+public struct StoreInfo: Sendable, Hashable, Encodable {
     /// One soup and its record count.
-    public struct Soup: Sendable, Hashable {
+    public struct Soup: Sendable, Hashable, Encodable {
         public var name: String
         public var count: Int
         public var indexSpecs: [IndexSpec]
@@ -14,6 +14,11 @@ public struct StoreInfo: Sendable, Hashable {
     public var syncCounts: [String: Int]
     /// `PRAGMA integrity_check`: `"ok"` when sound.
     public var integrity: String
+
+    enum CodingKeys: String, CodingKey {
+        case path, soups, changeSequence, leaseEpoch, integrity
+        case syncCounts = "syncs"
+    }
 }
 
 extension SharedStore {

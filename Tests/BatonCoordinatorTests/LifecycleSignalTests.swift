@@ -212,3 +212,25 @@ struct ParticipantStatusFileTests {
         for lock in locks { lock.unlock() }
     }
 }
+
+@Suite("Participant status, published and read")
+struct ParticipantStatusRoundTripTests {
+    @Test("a published status reads back equal; one of an unknown phase is skipped like junk")
+    func roundTrip() throws {
+        let temp = try TemporaryDirectory()
+        let shared = try SharedDirectory(path: temp.path + "/d")
+        let status = ParticipantStatus(
+            role: .appExtension, name: "ext", priority: 10, pid: getpid(), lifecycle: .foreground,
+            phase: .writer, epoch: 7, managerState: "accepting", updated: 1_700_000_000_000,
+            problem: "disk full",
+            retrying: [SyncRetry(name: "accounts", attempt: 2, lastError: "503", nextAttempt: 12)])
+        try status.publish(in: shared)
+        FileManager.default.createFile(atPath: shared.participantsPath + "/ext.lock", contents: nil)
+        #expect(ParticipantStatus.readAll(in: shared) == [status])
+
+        var text = try String(contentsOfFile: shared.participantsPath + "/ext.json", encoding: .utf8)
+        text = text.replacingOccurrences(of: "\"writer\"", with: "\"levitating\"")
+        try text.write(toFile: shared.participantsPath + "/ext.json", atomically: true, encoding: .utf8)
+        #expect(ParticipantStatus.readAll(in: shared).isEmpty)
+    }
+}

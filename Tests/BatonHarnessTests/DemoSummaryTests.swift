@@ -61,9 +61,9 @@ struct DemoSummaryTests {
         let summary = DemoSummary.evaluate(goodDay())
         #expect(summary.passed, "\(summary.lines.joined(separator: "\n"))")
         #expect(summary.checks.count == 9)
-        #expect(summary.figures["stopLatencyMs"] == .double(4.5))
-        #expect(summary.figures["releaseLatencyMs"] == .double(12))
-        #expect(summary.figures["handoverLatencyMs"] == .double(15))
+        #expect(summary.figures.stopLatencyMs == 4.5)
+        #expect(summary.figures.releaseLatencyMs == 12)
+        #expect(summary.figures.handoverLatencyMs == 15)
         #expect(summary.lines.last == "all 9 checks passed")
     }
 

@@ -70,3 +70,41 @@ struct SplitMix64Tests {
         #expect(!never && always)
     }
 }
+
+@Suite("JSONValue as Codable")
+struct JSONValueCodableTests {
+    struct Sample: Codable, Equatable {
+        var name: String
+        var count: Int
+        var rate: Double
+        var note: String?
+        var tags: [String]
+        var extra: JSONValue
+    }
+
+    @Test("a Codable value turns into JSONValue and back; integers stay integers")
+    func roundTrip() throws {
+        let sample = Sample(
+            name: "a\"b", count: 3, rate: 0.25, note: nil, tags: ["x"], extra: ["n": 1, "f": 1.5, "z": nil])
+        let json = try JSONValue(encoding: sample)
+        #expect(json.value(atPath: "count") == .int(3))
+        #expect(json.value(atPath: "rate") == .double(0.25))
+        #expect(json.value(atPath: "extra.n") == .int(1))
+        #expect(json.value(atPath: "extra.z") == .null)
+        #expect(json.value(atPath: "note") == nil, "a nil optional is left out")
+        #expect(try json.decode(as: Sample.self) == sample)
+    }
+
+    @Test("JSONValue decodes every kind, and a number with a fraction stays a double")
+    func decodesEveryKind() throws {
+        let text = #"{"a":[true,false,null,-7,2.5,"s",{"k":[]}]}"#
+        let viaCodable = try JSONValue(parsing: text).decode(as: JSONValue.self)
+        #expect(viaCodable == (try JSONValue(parsing: text)))
+    }
+
+    @Test("a value of the wrong shape is a decoding error, not a default")
+    func wrongShape() throws {
+        let json: JSONValue = ["name": "a", "count": "three", "rate": 1, "tags": [], "extra": nil]
+        #expect(throws: DecodingError.self) { try json.decode(as: Sample.self) }
+    }
+}

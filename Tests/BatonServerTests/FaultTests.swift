@@ -94,3 +94,41 @@ struct FaultTests {
         }
     }
 }
+
+@Suite("Fault settings from the admin API's body")
+struct FaultSettingsBodyTests {
+    @Test("named settings go over the defaults, rates cap at 1, the reply is the settings")
+    func partialBody() async throws {
+        try await withLiveServer { _, client in
+            try await client.adminSetFaults(["latencyMs": 5, "errorRate": 3, "seed": 9])
+            let reply = try await client.adminFaults()
+            #expect(reply.value(atPath: "latencyMs") == 5)
+            #expect(reply.value(atPath: "errorRate")?.doubleValue == 1)
+            #expect(reply.value(atPath: "seed") == 9)
+            #expect(reply.value(atPath: "failNext") == 0)
+            try await client.adminClearFaults()
+            let cleared = try await client.adminFaults()
+            #expect(cleared.value(atPath: "latencyMs") == 0)
+        }
+    }
+
+    @Test("a negative or non-numeric setting is a 400 naming it; a fraction where a count is meant too")
+    func rejects() async throws {
+        try await withLiveServer { _, client in
+            for (body, field) in [
+                (["failNext": -1] as JSONObject, "failNext"), (["errorRate": "high"], "errorRate"),
+                (["latencyMs": 2.5], nil),
+            ] {
+                await #expect {
+                    try await client.adminSetFaults(body)
+                } throws: { error in
+                    let error = error as? RESTError
+                    return error?.status == 400
+                        && (field.map { error?.message.contains($0) ?? false } ?? true)
+                }
+            }
+            let after = try await client.adminFaults()
+            #expect(after.value(atPath: "latencyMs") == 0, "nothing was applied")
+        }
+    }
+}

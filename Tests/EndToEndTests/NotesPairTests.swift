@@ -20,7 +20,9 @@ struct NotesPairTests {
             + ["build", "--package-path", root + "/Examples/NotesPair", "--scratch-path", scratch]
         let build = try await BatonProcess(arguments, executable: swift)
         let result = try await build.wait(timeout: .seconds(900))
-        #expect(result.status == 0, "swift build of the example failed: \(result.stderr.suffix(2000))")
+        #expect(
+            result.status == 0,
+            "swift build of the example failed: \(result.stdout.suffix(2000)) \(result.stderr.suffix(2000))")
         return scratch + "/debug"
     }
 

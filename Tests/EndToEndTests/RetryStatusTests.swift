@@ -48,8 +48,8 @@ struct RetryStatusTests {
         #expect(try await f.wait(["--sync", "accounts=done"]))
         let state = try #require(try await f.syncState("accounts"))
         #expect(state.value(atPath: "status") == "done")
-        #expect(state.value(atPath: "error") == .null)
-        #expect(state.value(atPath: "retry") == .null)
+        #expect((state.value(atPath: "error") ?? .null) == .null)
+        #expect((state.value(atPath: "retry") ?? .null) == .null)
         try await f.finish()
     }
 }

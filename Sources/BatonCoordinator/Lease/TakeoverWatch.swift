@@ -2,7 +2,7 @@ import BatonStore
 import Foundation
 
 /// What the kernel says a process is doing (`/proc/PID/stat`, third field).
-public enum ProcessState: String, Sendable, Hashable {
+public enum ProcessState: String, Sendable, Hashable, Codable {
     /// Running, runnable or sleeping: alive and scheduled.
     case running
     /// Stopped (`T`: SIGSTOP, a job-control stop) or stopped under a tracer (`t`), or frozen by

@@ -2,7 +2,7 @@
 /// events in, actions out. `Participant` carries the actions out; tests drive it with no I/O.
 public struct HandOverStateMachine: Sendable, Hashable {
     /// Where the participant is with respect to the writer lease.
-    public enum Phase: String, Sendable, Hashable {
+    public enum Phase: String, Sendable, Hashable, Codable {
         /// Not writing and not asking to.
         case background
         /// Foreground, waiting for the lease.

@@ -2,7 +2,7 @@ import BatonStore
 import Foundation
 
 /// A participant's lifecycle as its signal file says: `foreground` or `background`.
-public enum Lifecycle: String, Sendable, Hashable, CaseIterable {
+public enum Lifecycle: String, Sendable, Hashable, CaseIterable, Codable {
     case foreground
     case background
 }

@@ -2,7 +2,7 @@ import BatonStore
 import Foundation
 
 /// What a participant stands in for: the app, or one of its extensions.
-public enum ParticipantRole: String, Sendable, Hashable, CaseIterable {
+public enum ParticipantRole: String, Sendable, Hashable, CaseIterable, Codable {
     case host
     case appExtension = "extension"
 
@@ -11,7 +11,7 @@ public enum ParticipantRole: String, Sendable, Hashable, CaseIterable {
 }
 
 /// A configured sync that failed and will be run again.
-public struct SyncRetry: Sendable, Hashable {
+public struct SyncRetry: Sendable, Hashable, Codable {
     /// The sync's name.
     public var name: String
     /// Failures in a row so far.
@@ -27,27 +27,10 @@ public struct SyncRetry: Sendable, Hashable {
         self.lastError = lastError
         self.nextAttempt = nextAttempt
     }
-
-    var json: JSONValue {
-        [
-            "name": .string(name), "attempt": .int(Int64(attempt)), "lastError": .string(lastError),
-            "nextAttempt": .int(nextAttempt),
-        ]
-    }
-
-    init?(json: JSONValue) {
-        guard let name = json.value(atPath: "name")?.stringValue,
-            let attempt = json.value(atPath: "attempt")?.intValue,
-            let nextAttempt = json.value(atPath: "nextAttempt")?.intValue
-        else { return nil }
-        self.init(
-            name: name, attempt: Int(attempt), lastError: json.value(atPath: "lastError")?.stringValue ?? "",
-            nextAttempt: nextAttempt)
-    }
 }
 
 /// A participant's published state, `D/participants/<name>.json` (replaced atomically).
-public struct ParticipantStatus: Sendable, Hashable {
+public struct ParticipantStatus: Sendable, Hashable, Codable {
     public var role: ParticipantRole
     public var name: String
     /// Higher wins the lease when several are foreground.
@@ -96,41 +79,11 @@ public struct ParticipantStatus: Sendable, Hashable {
         self.problem = problem
     }
 
-    public var json: JSONObject {
-        [
-            "name": .string(name), "role": .string(role.rawValue), "priority": .int(Int64(priority)),
-            "pid": .int(Int64(pid)),
-            "lifecycle": .string(lifecycle.rawValue), "phase": .string(phase.rawValue),
-            "writer": .bool(isWriter),
-            "epoch": epoch.map(JSONValue.int) ?? .null, "managerState": .string(managerState),
-            "updated": .int(updated), "problem": problem.map(JSONValue.string) ?? .null,
-            "retrying": .array(retrying.map(\.json)),
-        ]
-    }
-
-    /// Nil for anything that is not a status this version writes (an unknown role or phase
-    /// included): such a file is skipped like junk.
-    init?(json: JSONObject) {
-        guard let name = json["name"]?.stringValue,
-            let role = json["role"]?.stringValue.flatMap(ParticipantRole.init(rawValue:)),
-            let priority = json["priority"]?.intValue, let pid = json["pid"]?.intValue,
-            let lifecycle = json["lifecycle"]?.stringValue.flatMap(Lifecycle.init(rawValue:)),
-            let phase = json["phase"]?.stringValue.flatMap(HandOverStateMachine.Phase.init(rawValue:))
-        else { return nil }
-        self.init(
-            role: role, name: name, priority: Int(priority), pid: Int32(truncatingIfNeeded: pid),
-            lifecycle: lifecycle,
-            phase: phase, epoch: json["epoch"]?.intValue,
-            managerState: json["managerState"]?.stringValue ?? "unknown",
-            updated: json["updated"]?.intValue ?? 0, problem: json["problem"]?.stringValue,
-            retrying: json["retrying"]?.arrayValue?.compactMap(SyncRetry.init(json:)) ?? [])
-    }
-
     /// Writes `D/participants/<name>.json`.
     public func publish(in directory: SharedDirectory) throws {
         try directory.ensureSubdirectory(directory.participantsPath)
         try AtomicFile.write(
-            Data(JSONValue.object(json).jsonString.utf8), to: directory.participantsPath + "/\(name).json")
+            try JSONEncoder().encode(self), to: directory.participantsPath + "/\(name).json")
     }
 
     /// At most this many status files are read per look at `participants/`, however many
@@ -152,11 +105,11 @@ public struct ParticipantStatus: Sendable, Hashable {
     /// entry, so junk there never slows a look at it.
     public static func readAll(in directory: SharedDirectory) -> [ParticipantStatus] {
         lockedNames(in: directory.participantsPath).prefix(maxStatusFiles).compactMap { name in
-            guard
-                let data = AtomicFile.read(directory.participantsPath + "/\(name).json", maxSize: 64 * 1024),
-                let object = try? JSONObject(parsingObject: String(decoding: data, as: UTF8.self))
+            // Anything that is not a status this version writes (an unknown role or phase
+            // included) is skipped like junk.
+            guard let data = AtomicFile.read(directory.participantsPath + "/\(name).json", maxSize: 64 * 1024)
             else { return nil }
-            return ParticipantStatus(json: object)
+            return try? JSONDecoder().decode(ParticipantStatus.self, from: data)
         }
     }
 

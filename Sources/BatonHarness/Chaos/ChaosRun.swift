@@ -48,6 +48,25 @@ public final class ChaosRun: @unchecked Sendable {
             self.seed = seed
             self.baton = baton
         }
+
+        /// The first option out of range, named as the command line names it.
+        public func validate() throws {
+            guard (1...100_000).contains(rounds) else {
+                throw CLIError(message: "--rounds must be between 1 and 100,000")
+            }
+            if let participants, !(2...4).contains(participants) {
+                throw CLIError(message: "--participants must be between 2 and 4")
+            }
+            guard (20...100_000).contains(records) else {
+                throw CLIError(message: "--records must be between 20 and 100,000")
+            }
+            if let keep, let contents = try? FileManager.default.contentsOfDirectory(atPath: keep),
+                !contents.isEmpty
+            {
+                throw CLIError(
+                    message: "--keep \(keep) is not empty; give a new directory so the run starts clean")
+            }
+        }
     }
 
     static let syncNames = ["accounts", "edits"]

@@ -54,6 +54,23 @@ public final class DemoRun: @unchecked Sendable {
 
     var directory: SharedDirectory { get throws { try SharedDirectory(path: directoryPath) } }
 
+    /// Plays the day, stops the participants, writes the HTML timeline to `reportPath` when
+    /// given, and removes the temporary directory (not a kept one).
+    public func run(reportPath: String?) async throws -> DemoSummary {
+        let summary: DemoSummary
+        do {
+            summary = try await play()
+        } catch {
+            await stop()
+            removeDirectory()
+            throw CLIError(message: "the demo could not finish: \(error)")
+        }
+        await stop()
+        if let reportPath { try DemoReport(run: self, summary: summary).write(to: reportPath) }
+        removeDirectory()
+        return summary
+    }
+
     public func play() async throws -> DemoSummary {
         let shared = try directory
         for sub in [shared.lifecyclePath, shared.participantsPath, shared.logsPath] {

@@ -5,15 +5,29 @@ import Foundation
 import Logging
 
 /// The demo's verdict: each check with what it measured.
-public struct DemoSummary: Sendable {
-    struct Check {
+public struct DemoSummary: Sendable, Encodable {
+    struct Check: Encodable {
         var name: String
         var passed: Bool
         var detail: String
     }
 
+    /// What the run measured, each figure once its check has looked at it.
+    struct Figures: Encodable {
+        var serverRecords: Int?
+        var storeRecords: Int?
+        var fetched: Int?
+        var needed: Int?
+        var stopLatencyMs: Double?
+        var releaseLatencyMs: Double?
+        var handoverLatencyMs: Double?
+        var firstPageMs: Double?
+        var leaseIntervals: Int?
+        var durationMs: Int64?
+    }
+
     var checks: [Check] = []
-    var figures: JSONObject = [:]
+    var figures = Figures()
     public var passed: Bool { checks.allSatisfy(\.passed) }
 
     /// Everything the checks look at, read once the script has played.
@@ -78,8 +92,8 @@ public struct DemoSummary: Sendable {
         summary.add(
             "records match", sameIds && staleStamps == 0,
             "server \(serverRecords.count), store \(local.count), differing time stamps \(staleStamps)")
-        summary.figures["serverRecords"] = .int(Int64(serverRecords.count))
-        summary.figures["storeRecords"] = .int(Int64(local.count))
+        summary.figures.serverRecords = serverRecords.count
+        summary.figures.storeRecords = local.count
 
         // Refetch overhead of the stop and resume: at most the page in flight plus the ties.
         // (The extension's ghost check also listed every id once: that is not refetching.)
@@ -88,8 +102,8 @@ public struct DemoSummary: Sendable {
             "refetch overhead", overhead >= 0 && overhead <= run.batchSize + run.tieSize,
             "fetched \(run.servedBeforeReturn - run.records) for \(run.records) needed: \(overhead) extra (allowed: one page of \(run.batchSize) + \(run.tieSize) tied)"
         )
-        summary.figures["fetched"] = .int(Int64(run.servedBeforeReturn - run.records))
-        summary.figures["needed"] = .int(Int64(run.records))
+        summary.figures.fetched = run.servedBeforeReturn - run.records
+        summary.figures.needed = run.records
 
         // reSync after done: only the changed records (plus the ghost check's id list).
         let idFetch = run.records - run.deleted.count
@@ -120,8 +134,8 @@ public struct DemoSummary: Sendable {
                 "stop latency", releaseMs < 2_000,
                 String(
                     format: "stop took %.1f ms; lease released %.1f ms after the signal", stopMs, releaseMs))
-            summary.figures["stopLatencyMs"] = .double((stopMs * 10).rounded() / 10)
-            summary.figures["releaseLatencyMs"] = .double((releaseMs * 10).rounded() / 10)
+            summary.figures.stopLatencyMs = (stopMs * 10).rounded() / 10
+            summary.figures.releaseLatencyMs = (releaseMs * 10).rounded() / 10
         } else {
             summary.add("stop latency", false, "the host's log has no stop and release")
         }
@@ -138,8 +152,8 @@ public struct DemoSummary: Sendable {
                     format:
                         "extension held the baton %.1f ms after the signal, first page committed at %.1f ms",
                     handover, firstPage - background.t))
-            summary.figures["handoverLatencyMs"] = .double((handover * 10).rounded() / 10)
-            summary.figures["firstPageMs"] = .double(((firstPage - background.t) * 10).rounded() / 10)
+            summary.figures.handoverLatencyMs = (handover * 10).rounded() / 10
+            summary.figures.firstPageMs = ((firstPage - background.t) * 10).rounded() / 10
         } else {
             summary.add("hand-over latency", false, "the extension's log has no lease and first page")
         }
@@ -151,11 +165,11 @@ public struct DemoSummary: Sendable {
             violations.isEmpty
                 ? "\(history.count) intervals, epochs increasing, no overlaps"
                 : violations.map(\.description).joined(separator: "; "))
-        summary.figures["leaseIntervals"] = .int(Int64(history.count))
+        summary.figures.leaseIntervals = history.count
 
         let integrity = run.integrity
         summary.add("integrity check", integrity == "ok", integrity)
-        summary.figures["durationMs"] = .int(run.durationMs)
+        summary.figures.durationMs = run.durationMs
         return summary
     }
 
@@ -163,14 +177,14 @@ public struct DemoSummary: Sendable {
         checks.append(Check(name: name, passed: passed, detail: detail))
     }
 
-    public var jsonValue: JSONValue {
-        var object = figures
-        object["passed"] = .bool(passed)
-        object["checks"] = .array(
-            checks.map {
-                ["name": .string($0.name), "passed": .bool($0.passed), "detail": .string($0.detail)]
-            })
-        return .object(object)
+    enum CodingKeys: String, CodingKey { case passed, checks }
+
+    /// The figures, `passed` and the checks, in one object.
+    public func encode(to encoder: any Encoder) throws {
+        try figures.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(passed, forKey: .passed)
+        try container.encode(checks, forKey: .checks)
     }
 
     public var lines: [String] {

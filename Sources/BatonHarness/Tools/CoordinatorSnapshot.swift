@@ -83,27 +83,71 @@ public struct CoordinatorSnapshot {
         ProcessState.of(pid)
     }
 
-    public var jsonValue: JSONValue {
-        var participantsJSON: [JSONValue] = []
-        for p in participants {
-            var object = p.json
-            object["alive"] = .bool(p.isAlive)
-            object["liveness"] = .string(liveness(of: p).rawValue)
-            object["heartbeatAgeMs"] = heartbeatAge(of: p.pid).map(JSONValue.double) ?? .null
-            participantsJSON.append(.object(object))
+}
+
+extension CoordinatorSnapshot: Encodable {
+    /// What `baton status --json` prints.
+    public func encode(to encoder: any Encoder) throws {
+        try Report(self).encode(to: encoder)
+    }
+
+    /// The JSON form of a snapshot: each participant's status with its liveness as the kernel
+    /// says, the writer, the term and the sync counts.
+    struct Report: Encodable {
+        struct Participant: Encodable {
+            var status: ParticipantStatus
+            var alive: Bool
+            var liveness: ProcessState
+            var heartbeatAgeMs: Double?
+
+            enum Keys: String, CodingKey { case alive, liveness, heartbeatAgeMs, writer }
+
+            /// The status's own fields, with the liveness beside them in the same object.
+            func encode(to encoder: any Encoder) throws {
+                try status.encode(to: encoder)
+                var container = encoder.container(keyedBy: Keys.self)
+                try container.encode(alive, forKey: .alive)
+                try container.encode(liveness, forKey: .liveness)
+                try container.encode(status.isWriter, forKey: .writer)
+                try container.encodeIfPresent(heartbeatAgeMs, forKey: .heartbeatAgeMs)
+            }
         }
-        return [
-            "writer": writer.map {
-                [
-                    "name": .string($0.name), "pid": .int(Int64($0.pid)), "epoch": .int($0.epoch),
-                    "liveness": .string(liveness(ofPid: $0.pid).rawValue),
-                    "heartbeatAgeMs": heartbeatAge(of: $0.pid).map(JSONValue.double) ?? .null,
-                ]
-            } ?? .null,
-            "leaseTermMs": heartbeat.map { .int($0.termMillis) } ?? .null,
-            "participants": .array(participantsJSON),
-            "syncs": .object(syncCounts.mapValues { .int(Int64($0)) }),
-        ]
+        struct Writer: Encodable {
+            var name: String
+            var pid: Int32
+            var epoch: Int64
+            var liveness: ProcessState
+            var heartbeatAgeMs: Double?
+        }
+        var writer: Writer?
+        var leaseTermMs: Int64?
+        var participants: [Participant]
+        var syncs: [String: Int]
+
+        init(_ snapshot: CoordinatorSnapshot) {
+            writer = snapshot.writer.map {
+                Writer(
+                    name: $0.name, pid: $0.pid, epoch: $0.epoch, liveness: snapshot.liveness(ofPid: $0.pid),
+                    heartbeatAgeMs: snapshot.heartbeatAge(of: $0.pid))
+            }
+            leaseTermMs = snapshot.heartbeat?.termMillis
+            participants = snapshot.participants.map {
+                Participant(
+                    status: $0, alive: $0.isAlive, liveness: snapshot.liveness(of: $0),
+                    heartbeatAgeMs: snapshot.heartbeatAge(of: $0.pid))
+            }
+            syncs = snapshot.syncCounts
+        }
+
+        /// The writer is `null` when there is none (not left out), so a script can test it.
+        enum CodingKeys: String, CodingKey { case writer, leaseTermMs, participants, syncs }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(writer, forKey: .writer)
+            try container.encodeIfPresent(leaseTermMs, forKey: .leaseTermMs)
+            try container.encode(participants, forKey: .participants)
+            try container.encode(syncs, forKey: .syncs)
+        }
     }
 }
 

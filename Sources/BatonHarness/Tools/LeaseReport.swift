@@ -45,13 +45,3 @@ public enum LeaseReport {
         )
     }
 }
-
-extension LeaseRecord {
-    public var jsonValue: JSONValue {
-        [
-            "epoch": .int(epoch), "name": .string(name), "pid": .int(Int64(pid)), "acquired": .int(acquired),
-            "released": released.map(JSONValue.int) ?? .null,
-            "releaseKind": releaseKind.map(JSONValue.string) ?? .null,
-        ]
-    }
-}

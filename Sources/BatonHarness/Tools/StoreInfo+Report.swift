@@ -23,25 +23,3 @@ extension StoreInfo {
         return lines
     }
 }
-
-extension StoreInfo {
-    public var jsonValue: JSONValue {
-        .object([
-            "path": .string(path),
-            "changeSequence": .int(changeSequence),
-            "leaseEpoch": .int(leaseEpoch),
-            "integrity": .string(integrity),
-            "syncs": .object(syncCounts.mapValues { .int(Int64($0)) }),
-            "soups": .array(
-                soups.map { soup in
-                    .object([
-                        "name": .string(soup.name), "count": .int(Int64(soup.count)),
-                        "indexSpecs": .array(
-                            soup.indexSpecs.map {
-                                .object(["path": .string($0.path), "type": .string($0.type.rawValue)])
-                            }),
-                    ])
-                }),
-        ])
-    }
-}

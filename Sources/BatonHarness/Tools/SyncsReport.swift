@@ -5,7 +5,7 @@ import Foundation
 
 /// What `baton syncs` shows: the sync states persisted in a store, with the retries live
 /// participants publish.
-public struct SyncsReport {
+public struct SyncsReport: Encodable {
     public var syncs: [SyncState]
     /// Configured syncs a live participant retries, by name: the last failure and the next attempt.
     public var retries: [String: SyncRetry]
@@ -24,14 +24,22 @@ public struct SyncsReport {
         return SyncsReport(syncs: syncs, retries: retries)
     }
 
-    /// One JSON object per sync, with its `retry` (or null).
-    public var jsonValue: JSONValue {
-        .array(
-            syncs.map { sync in
-                var object = sync.jsonValue.objectValue ?? [:]
-                object["retry"] = sync.name.flatMap { retries[$0] }.map(\.jsonValue) ?? .null
-                return .object(object)
-            })
+    /// One JSON object per sync, with its `retry` (the last failure and the next attempt) when
+    /// a live participant retries it.
+    public func encode(to encoder: any Encoder) throws {
+        try syncs.map { Entry(sync: $0, retry: $0.name.flatMap { retries[$0] }) }.encode(to: encoder)
+    }
+
+    struct Entry: Encodable {
+        var sync: SyncState
+        var retry: SyncRetry?
+
+        enum Keys: String, CodingKey { case retry }
+        func encode(to encoder: any Encoder) throws {
+            try sync.encode(to: encoder)
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(retry, forKey: .retry)
+        }
     }
 
     /// A table, one row per sync.
@@ -57,30 +65,6 @@ public struct SyncsReport {
             text += (text.isEmpty ? "" : "; ") + "retry \(retry.attempt + 1) at \(time)"
         }
         return text
-    }
-}
-
-extension SyncRetry {
-    var jsonValue: JSONValue {
-        [
-            "attempt": .int(Int64(attempt)), "lastError": .string(lastError),
-            "nextAttempt": .int(nextAttempt),
-        ]
-    }
-}
-
-extension SyncState {
-    var jsonValue: JSONValue {
-        var object: JSONObject = [
-            "id": .int(id), "name": name.map(JSONValue.string) ?? .null, "type": .string(type.rawValue),
-            "soup": .string(soupName), "status": .string(status.rawValue), "progress": .int(Int64(progress)),
-            "totalSize": .int(Int64(totalSize)), "maxTimeStamp": .int(maxTimeStamp),
-            "mergeMode": .string(mergeMode.rawValue), "target": .object(target),
-        ]
-        object["error"] = error.map(JSONValue.string) ?? .null
-        object["startTime"] = startTime.map(JSONValue.int) ?? .null
-        object["endTime"] = endTime.map(JSONValue.int) ?? .null
-        return .object(object)
     }
 }
 

@@ -77,6 +77,11 @@ extension RESTClient {
         _ = try await send(.POST, "/admin/faults", body: .object(faults), idempotent: true)
     }
 
+    /// The fault settings in force.
+    public func adminFaults() async throws -> JSONValue {
+        try await send(.GET, "/admin/faults", idempotent: true).body
+    }
+
     /// Clears every fault.
     public func adminClearFaults() async throws {
         _ = try await send(.DELETE, "/admin/faults", idempotent: true)

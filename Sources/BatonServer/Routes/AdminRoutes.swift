@@ -65,23 +65,23 @@ struct AdminRoutes: Sendable {
             return .json(.ok, ["records": .array(records), "totalSize": .int(Int64(records.count))])
         }
         group.get("stats") { _, _ -> Response in
-            var out = stats.json
-            out["records"] = .object(try storage.counts().mapValues { .int(Int64($0)) })
-            return .json(.ok, .object(out))
+            var report = stats.report
+            report.records = try storage.counts()
+            return .json(.ok, try JSONValue(encoding: report))
         }
         group.post("stats/reset") { _, _ -> Response in
             stats.reset()
             return .json(.ok, ["reset": true])
         }
-        group.get("faults") { _, _ -> Response in .json(.ok, .object(faults.settings.json)) }
+        group.get("faults") { _, _ -> Response in .json(.ok, try JSONValue(encoding: faults.settings)) }
         group.post("faults") { request, _ -> Response in
             var request = request
-            faults.settings = try FaultSettings(json: try await request.jsonObjectBody())
-            return .json(.ok, .object(faults.settings.json))
+            faults.settings = try FaultSettings(body: try await request.jsonObjectBody())
+            return .json(.ok, try JSONValue(encoding: faults.settings))
         }
         group.delete("faults") { _, _ -> Response in
             faults.settings = FaultSettings()
-            return .json(.ok, .object(faults.settings.json))
+            return .json(.ok, try JSONValue(encoding: faults.settings))
         }
     }
 
@@ -106,7 +106,7 @@ extension RecordStorage {
     func seed(type: String, count: Int, timeStamps: Int, bytes: Int, template: JSONObject) throws -> [String]
     {
         guard RecordStorage.isTypeName(type) else { throw SalesforceError.notFound() }
-        try extendSchema { schema in
+        extendSchema { schema in
             schema.declare(type: type)
             let declared = schema.object(type)
             var examples = template

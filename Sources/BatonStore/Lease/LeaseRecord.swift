@@ -1,7 +1,7 @@
 import GRDB
 
 /// One lease interval in the history: who held the writer lease, from when until when.
-public struct LeaseRecord: Sendable, Hashable {
+public struct LeaseRecord: Sendable, Hashable, Codable {
     /// Strictly increasing across takes.
     public var epoch: Int64
     public var name: String

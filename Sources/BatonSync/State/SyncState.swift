@@ -2,7 +2,7 @@ import BatonStore
 
 /// A sync as persisted in the store: any process can read it and, holding the writer lease,
 /// resume it. Every change of status or progress is written before listeners hear of it.
-public struct SyncState: Sendable, Hashable {
+public struct SyncState: Sendable, Hashable, Encodable {
     public var id: Int64
     public var name: String?
     public var type: SyncType
@@ -24,6 +24,13 @@ public struct SyncState: Sendable, Hashable {
     public var error: String?
 
     public var mergeMode: MergeMode { options.mergeMode }
+
+    /// What `baton syncs --json` shows of it.
+    enum CodingKeys: String, CodingKey {
+        case id, name, type, target, options, status, progress, totalSize, maxTimeStamp, startTime, endTime
+        case error
+        case soupName = "soup"
+    }
 
     /// - Throws: `unreadableSync` naming the row when its type or status is not one this
     ///   version knows (never read as something it is not).

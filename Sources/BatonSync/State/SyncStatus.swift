@@ -28,7 +28,7 @@ public enum MergeMode: String, Sendable, CaseIterable, Codable {
 }
 
 /// A sync's options, persisted with it as JSON.
-public struct SyncOptions: Sendable, Hashable {
+public struct SyncOptions: Sendable, Hashable, Encodable {
     public var mergeMode: MergeMode
     /// Sync up: only these fields are sent (all but local flags and server fields when nil).
     public var fieldlist: [String]?

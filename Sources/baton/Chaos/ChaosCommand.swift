@@ -42,23 +42,10 @@ struct ChaosCommand: AsyncParsableCommand {
     @Option(help: .private) var sabotage: ChaosSabotage?
 
     func validate() throws {
-        guard (1...100_000).contains(rounds) else {
-            throw ValidationError("--rounds must be between 1 and 100,000")
-        }
-        if let participants, !(2...4).contains(participants) {
-            throw ValidationError("--participants must be between 2 and 4")
-        }
-        guard (20...100_000).contains(records) else {
-            throw ValidationError("--records must be between 20 and 100,000")
-        }
-        if let keep, let contents = try? FileManager.default.contentsOfDirectory(atPath: keep),
-            !contents.isEmpty
-        {
-            throw ValidationError("--keep \(keep) is not empty; give a new directory so the run starts clean")
-        }
+        do { try options.validate() } catch let error as CLIError { throw ValidationError(error.message) }
     }
 
-    func run() async throws {
+    var options: ChaosRun.Options {
         var options = ChaosRun.Options(
             seed: seed ?? UInt64.random(in: 1...999_999), baton: ChildProcesses.executablePath)
         options.rounds = rounds
@@ -66,6 +53,11 @@ struct ChaosCommand: AsyncParsableCommand {
         options.records = records
         options.keep = keep
         options.sabotage = sabotage
+        return options
+    }
+
+    func run() async throws {
+        let options = self.options
         let interrupt = ChildProcesses.exitOnInterrupt()
         defer { interrupt.cancel() }
         let json = self.json

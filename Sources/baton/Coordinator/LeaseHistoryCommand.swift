@@ -14,7 +14,7 @@ extension LeaseCommand {
             let store = try directory.openStore(create: false)
             let history = try LeaseHistory.read(store: store, directory: store.directory)
             if json {
-                CLIOutput.json(.array(history.map(\.jsonValue)))
+                try CLIOutput.json(history)
             } else {
                 for line in LeaseReport.table(history) { CLIOutput.line(line) }
             }

@@ -1,13 +1,7 @@
 import ArgumentParser
 import BatonCoordinator
 import BatonHarness
-import BatonREST
-@_spi(Faults) import BatonStore
-import BatonSync
 import Foundation
-import Logging
-import SOQL
-import ServiceLifecycle
 
 struct ParticipantCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -91,59 +85,37 @@ struct ParticipantCommand: AsyncParsableCommand {
         if let lifecycle, Lifecycle(rawValue: lifecycle) == nil {
             throw ValidationError("--lifecycle must be foreground or background")
         }
-        if let batchSize, !(1...2000).contains(batchSize) {
-            throw ValidationError("--batch-size must be between 1 and 2000")
-        }
-        guard stopDeadline > 0 else { throw ValidationError("--stop-deadline must be positive") }
-        guard leaseTerm >= 0.1, leaseTerm <= 3600 else {
-            throw ValidationError("--lease-term must be between 0.1 and 3600 seconds")
-        }
-        guard busyTimeout >= 0, busyTimeout <= 3600 else {
-            throw ValidationError("--busy-timeout must be between 0 and 3600 seconds")
-        }
-        guard retryDelay >= 0, retryDelay <= 3600 else {
-            throw ValidationError("--retry-delay must be between 0 and 3600 seconds")
-        }
         guard token ?? ProcessInfo.processInfo.environment["BATON_TOKEN"] != nil else {
             throw ValidationError("give the server's token with --token or BATON_TOKEN")
         }
+        do { try launch.validate() } catch let error as CLIError { throw ValidationError(error.message) }
     }
 
-    func run() async throws {
-        let token = self.token ?? ProcessInfo.processInfo.environment["BATON_TOKEN"] ?? ""
-        var logger = Logger(label: "baton.participant.\(name)")
-        logger[metadataKey: "baton.participant"] = "\(name)"
-        let store = try directory.openStore(
-            create: true, busyTimeout: .milliseconds(Int64(busyTimeout * 1000)))
-        store.faults.failWritesWhileFileExists(storageFaultFile)
-        let client = RESTClient(baseURL: server, token: token, logger: logger)
+    var launch: ParticipantLaunch {
         var specs = SyncSpecs(downs: syncDowns, ups: syncUps)
         specs.cleanGhosts = cleanGhosts
         specs.batchSize = batchSize
         specs.downMergeMode = downMergeMode.mode
         specs.upMergeMode = upMergeMode.mode
-        let syncs: [ConfiguredSync]
+        var launch = ParticipantLaunch(
+            directory: directory.dir, name: name, role: role, server: server,
+            token: token ?? ProcessInfo.processInfo.environment["BATON_TOKEN"] ?? "", specs: specs)
+        launch.priority = priority
+        launch.initialLifecycle = lifecycle.flatMap(Lifecycle.init(rawValue:))
+        launch.retryDelay = retryDelay
+        launch.stopDeadline = stopDeadline
+        launch.leaseTerm = leaseTerm
+        launch.busyTimeout = busyTimeout
+        launch.storageFaultFile = storageFaultFile
+        return launch
+    }
+
+    func run() async throws {
         do {
-            syncs = try specs.syncs(client: client)
+            try await launch.run(started: CLIOutput.line)
         } catch let error as CLIError {
             throw ValidationError(error.message)
         }
-        let manager = SyncManager(
-            store: store, access: .none, targetFactory: RESTTargetFactory(client: client), logger: logger)
-        let participant = try Participant(
-            configuration: ParticipantConfiguration(
-                name: name, role: role, priority: priority, syncs: syncs,
-                initialLifecycle: lifecycle.flatMap(Lifecycle.init(rawValue:)),
-                stopDeadline: .milliseconds(Int(stopDeadline * 1000)),
-                retryDelay: retryDelay > 0 ? .milliseconds(Int(retryDelay * 1000)) : nil,
-                leaseTerm: .milliseconds(Int(leaseTerm * 1000))),
-            directory: store.directory, store: store, manager: manager, logger: logger)
-        // SIGTERM and SIGINT shut it down gracefully: the lease handed back, then exit.
-        let group = ServiceGroup(
-            services: [participant], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        CLIOutput.line(
-            "participant \(name) (\(role.rawValue), pid \(getpid())) running in \(store.directory.path)")
-        try await group.run()
     }
 }
 

@@ -13,7 +13,7 @@ struct StatusCommand: ParsableCommand {
     func run() throws {
         let snapshot = try CoordinatorSnapshot.read(directory.dir)
         if json {
-            CLIOutput.json(snapshot.jsonValue)
+            try CLIOutput.json(snapshot)
         } else {
             for line in snapshot.lines { CLIOutput.line(line) }
         }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BatonCoordinator
+import BatonHarness
 import BatonStore
 import Foundation
 
@@ -28,20 +29,9 @@ struct WatchCommand: AsyncParsableCommand {
     }
 
     func report(_ store: SharedStore, last: inout Int64) throws {
-        let info = try store.read { reader in
-            (try reader.changeSequence(), try reader.soups().map { ($0.name, try reader.count(in: $0.name)) })
-        }
-        guard info.0 != last else { return }
-        last = info.0
-        if json {
-            CLIOutput.json(
-                [
-                    "changeSequence": .int(info.0),
-                    "soups": .object(
-                        Dictionary(uniqueKeysWithValues: info.1.map { ($0.0, JSONValue.int(Int64($0.1))) })),
-                ])
-        } else {
-            CLIOutput.line("change \(info.0): " + info.1.map { "\($0.0)=\($0.1)" }.joined(separator: " "))
-        }
+        let report = try ChangeReport.read(store)
+        guard report.changeSequence != last else { return }
+        last = report.changeSequence
+        if json { try CLIOutput.json(report) } else { CLIOutput.line(report.line) }
     }
 }

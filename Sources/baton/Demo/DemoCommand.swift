@@ -40,21 +40,9 @@ struct DemoCommand: AsyncParsableCommand {
             baton: ChildProcesses.executablePath)
         let interrupt = ChildProcesses.exitOnInterrupt()
         defer { interrupt.cancel() }
-        let summary: DemoSummary
-        do {
-            summary = try await demo.play()
-        } catch {
-            await demo.stop()
-            demo.removeDirectory()
-            throw CLIError(message: "the demo could not finish: \(error)")
-        }
-        await demo.stop()
-        if let report {
-            try DemoReport(run: demo, summary: summary).write(to: report)
-        }
-        demo.removeDirectory()
+        let summary = try await demo.run(reportPath: report)
         if json {
-            CLIOutput.json(summary.jsonValue)
+            try CLIOutput.json(summary)
         } else {
             view.finish()
             for line in summary.lines { CLIOutput.line(line) }

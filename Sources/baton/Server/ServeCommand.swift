@@ -2,7 +2,6 @@ import ArgumentParser
 import BatonHarness
 import BatonServer
 import BatonStore
-import Logging
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -48,35 +47,15 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let token = self.token ?? ReferenceServer.generateToken()
-        let server: ReferenceServer
-        let known: ServerSchema
-        do {
-            known = try schema.map { try ServerSchema(contentsOfFile: $0) } ?? .standard
-        } catch let error as SalesforceError {
-            throw CLIError(message: "--schema: \(error.message)")
-        }
-        do {
-            server = try ReferenceServer(
-                configuration: .init(host: host, port: port, token: token, dataPath: data, schema: known),
-                logger: Logger(label: "baton.serve"))
-            for seed in try seeds.map(ServerSeed.init(parsing:)) {
-                try server.seed(type: seed.type, count: seed.count, timeStamps: seed.timeStamps)
-            }
-        } catch let error as SalesforceError {
-            throw CLIError(message: "\(error.errorCode): \(error.message)")
-        }
-        let asJSON = json
-        let seedText = seeds.joined(separator: ", ")
+        let server = try ServerLaunch.make(
+            host: host, port: port, token: token, dataPath: data, schemaFile: schema,
+            seeds: try seeds.map(ServerSeed.init(parsing:)))
+        let (asJSON, seeds) = (json, seeds)
         try await server.run { url in
             if asJSON {
                 CLIOutput.json(["url": .string(url), "token": .string(token)])
             } else {
-                CLIOutput.line("baton reference server listening on \(url)")
-                CLIOutput.line("token: \(token)")
-                if !seedText.isEmpty { CLIOutput.line("seeded: \(seedText)") }
-                CLIOutput.line(
-                    "try: curl -H 'Authorization: Bearer \(token)' '\(url)/services/data/v60.0/query?q=SELECT+Id,Name+FROM+Account+LIMIT+5'"
-                )
+                for line in ServerLaunch.banner(url: url, token: token, seeds: seeds) { CLIOutput.line(line) }
             }
         }
     }

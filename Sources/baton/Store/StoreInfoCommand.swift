@@ -16,7 +16,7 @@ struct StoreInfoCommand: ParsableCommand {
         let store = try directory.openStore(create: false)
         let info = try store.info()
         if json {
-            CLIOutput.json(info.jsonValue)
+            try CLIOutput.json(info)
             return
         }
         for line in info.lines { CLIOutput.line(line) }

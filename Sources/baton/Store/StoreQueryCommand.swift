@@ -20,21 +20,7 @@ struct StoreQueryCommand: ParsableCommand {
     @Flag(help: "Print only the count.") var count = false
 
     func run() throws {
-        var conditions: [SoupQuery.Condition] = []
-        for item in exact {
-            let (path, value) = try Self.split(item)
-            conditions.append(.exact(path, (try? JSONValue(parsing: value)) ?? .string(value)))
-        }
-        for item in like {
-            let (path, value) = try Self.split(item)
-            conditions.append(.like(path, value))
-        }
-        let orders = order.map { item -> SoupQuery.Order in
-            let parts = item.split(separator: ":", maxSplits: 1)
-            return SoupQuery.Order(
-                String(parts[0]), ascending: parts.count < 2 || parts[1].lowercased() != "desc")
-        }
-        let query = SoupQuery(where: conditions, orderBy: orders, limit: limit, offset: offset)
+        let query = try SoupQuery(exact: exact, like: like, order: order, limit: limit, offset: offset)
         let store = try directory.openStore(create: false)
         if count {
             CLIOutput.line(String(try store.count(query, in: soup)))
@@ -45,12 +31,5 @@ struct StoreQueryCommand: ParsableCommand {
             record["_soupEntryId"] = .int(entry.entryId)
             CLIOutput.json(.object(record))
         }
-    }
-
-    static func split(_ item: String) throws -> (String, String) {
-        guard let equals = item.firstIndex(of: "=") else {
-            throw CLIError(message: "'\(item)' is not PATH=VALUE")
-        }
-        return (String(item[..<equals]), String(item[item.index(after: equals)...]))
     }
 }

@@ -13,6 +13,11 @@ enum CLIOutput {
         line(value.jsonString)
     }
 
+    /// Prints a value's JSON form as one line (object keys sorted).
+    static func json(_ value: some Encodable) throws {
+        line(try JSONValue(encoding: value).jsonString)
+    }
+
     /// Prints `baton: error: message` to stderr and exits.
     static func fail(_ message: String, code: Int32 = 1) -> Never {
         FileHandle.standardError.write(Data("baton: error: \(message)\n".utf8))

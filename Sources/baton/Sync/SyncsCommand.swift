@@ -25,7 +25,7 @@ struct SyncsCommand: ParsableCommand {
         let report = try SyncsReport.read(
             store, directory: directory.dir, status: status.flatMap(SyncStatus.init(rawValue:)))
         if json {
-            CLIOutput.json(report.jsonValue)
+            try CLIOutput.json(report)
         } else if report.syncs.isEmpty {
             CLIOutput.line(status.map { "no \($0) syncs" } ?? "no syncs")
         } else {

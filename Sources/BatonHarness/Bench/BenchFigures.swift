@@ -1,0 +1,181 @@
+/// What `baton bench --json` reports: the machine, and each scenario that ran (the others are
+/// left out), with its baseline and ratios. Figures are rounded as the table shows them.
+struct BenchFigures: Encodable {
+    var cores: Int
+    var records: Int
+    var trials: Int
+    var ingest: Ingest?
+    var stop: Latencies?
+    var handover: Latencies?
+    var takeover: Takeover?
+    var resumeWaste: ResumeWaste?
+    var contention: Contention?
+    var readers: Readers?
+    var memory: Memory?
+
+    static func round(_ value: Double, _ places: Double = 10) -> Double { BenchStats.round(value, places) }
+
+    struct Ingest: Encodable {
+        var endToEndPerSec: Double
+        var storePerSec: Double
+        var grdbPerSec: Double
+        /// End to end over the store's own upsert path.
+        var ratio: Double
+        var storeVsGrdb: Double
+
+        init(_ result: IngestBench.Result) {
+            endToEndPerSec = round(result.endToEndPerSec, 1)
+            storePerSec = round(result.storePerSec, 1)
+            grdbPerSec = round(result.grdbPerSec, 1)
+            ratio = round(result.endToEndPerSec / result.storePerSec, 1000)
+            storeVsGrdb = round(result.storePerSec / result.grdbPerSec, 1000)
+        }
+    }
+
+    /// A latency and a second one of the same trials (`inFlight`, `firstPage`): p50s and tails.
+    /// A p99 needs 100 samples or more; of fewer, the tail is the maximum and is named so
+    /// (`maxMs`, `inFlightMaxMs`).
+    struct Latencies: Encodable {
+        var main: [Double]
+        var secondName: String
+        var second: [Double]
+
+        struct Key: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Key.self)
+            func put(_ name: String, _ values: [Double]) throws {
+                let tail = values.count >= 100 ? "P99Ms" : "MaxMs"
+                let p50 = name.isEmpty ? "p50Ms" : name + "P50Ms"
+                let tailKey = name.isEmpty ? tail.prefix(1).lowercased() + tail.dropFirst() : name + tail
+                try container.encode(round(BenchStats.percentile(values, 50)), forKey: Key(stringValue: p50))
+                try container.encode(
+                    round(BenchStats.percentile(values, 99)), forKey: Key(stringValue: tailKey))
+            }
+            try put("", main)
+            try put(secondName, second)
+            try container.encode(main.count, forKey: Key(stringValue: "trials"))
+        }
+    }
+
+    struct Takeover: Encodable {
+        var termMs: Double
+        var trials: Int
+        var leaseP50Ms: Double
+        /// Of fewer than 100 trials this is the maximum, and the table says so.
+        var leaseP99Ms: Double
+        var firstPageP50Ms: Double
+        var firstPageP99Ms: Double
+        var takeovers: Int
+        var falseTakeovers: Int
+        var frozenInTransaction: Int
+        var longestTransactionMs: Double
+
+        init(_ result: TakeoverBench.Result) {
+            func p(_ values: [Double], _ percentile: Double) -> Double {
+                round(BenchStats.percentile(values, percentile))
+            }
+            termMs = result.termMs
+            trials = result.leaseMs.count
+            leaseP50Ms = p(result.leaseMs, 50)
+            leaseP99Ms = p(result.leaseMs, 99)
+            firstPageP50Ms = p(result.firstPageMs, 50)
+            firstPageP99Ms = p(result.firstPageMs, 99)
+            takeovers = result.takeovers
+            falseTakeovers = result.falseTakeovers
+            frozenInTransaction = result.frozenInTransaction
+            longestTransactionMs = round(result.longestTransactionMs, 100)
+        }
+    }
+
+    struct ResumeWaste: Encodable {
+        struct Case: Encodable {
+            var stopAtPercent: Int
+            var tie: Int
+            var extra: Int
+            var boundaryTies: Int
+        }
+        var maxExtraRecords: Int
+        var boundaryTies: Int
+        var maxExtraBeyondTies: Int
+        var cases: [Case]
+
+        init(_ waste: [ResumeWasteBench.Case]) {
+            maxExtraRecords = waste.map(\.extra).max() ?? 0
+            boundaryTies = waste.max { $0.extra < $1.extra }?.boundaryTies ?? 0
+            maxExtraBeyondTies = waste.map { $0.extra - $0.boundaryTies }.max() ?? 0
+            cases = waste.map {
+                Case(stopAtPercent: $0.stopAt, tie: $0.tie, extra: $0.extra, boundaryTies: $0.boundaryTies)
+            }
+        }
+    }
+
+    struct Contention: Encodable {
+        var batonWritesPerSec: Double
+        var baselineWritesPerSec: Double
+        var writesRatio: Double
+        /// The same as `writesRatio`, under the name the lease-term issue gave it.
+        var throughputRatio: Double
+        var batonErrors: Int
+        var baselineErrors: Int
+        var batonP99Ms: Double
+        var baselineP99Ms: Double
+        var p99Ratio: Double
+
+        init(lease: ProcessBench.Contention, busy: ProcessBench.Contention) {
+            batonWritesPerSec = round(lease.writesPerSec)
+            baselineWritesPerSec = round(busy.writesPerSec)
+            writesRatio = round(lease.writesPerSec / max(busy.writesPerSec, 1e-9), 1000)
+            throughputRatio = writesRatio
+            batonErrors = lease.errors
+            baselineErrors = busy.errors
+            batonP99Ms = round(lease.p99Ms, 100)
+            baselineP99Ms = round(busy.p99Ms, 100)
+            p99Ratio = round(lease.p99Ms / max(busy.p99Ms, 1e-9), 1000)
+        }
+    }
+
+    struct Readers: Encodable {
+        /// From the commit (the write's return), as the readers issue defines it.
+        var notifyP50Ms: Double
+        var notifyP99Ms: Double
+        /// From the start of the page's write, its own write time included.
+        var fromWriteStartP50Ms: Double
+        var fromWriteStartP99Ms: Double
+        var notifications: Int
+        var coalesced: Int
+
+        init(_ result: ReadersBench.Result) {
+            func p(_ values: [Double], _ percentile: Double) -> Double {
+                round(BenchStats.percentile(values, percentile), 1000)
+            }
+            notifyP50Ms = p(result.fromCommitMs, 50)
+            notifyP99Ms = p(result.fromCommitMs, 99)
+            fromWriteStartP50Ms = p(result.latenciesMs, 50)
+            fromWriteStartP99Ms = p(result.latenciesMs, 99)
+            notifications = result.latenciesMs.count
+            coalesced = result.coalesced
+        }
+    }
+
+    struct Memory: Encodable {
+        var smallRecords: Int
+        var largeRecords: Int
+        var smallPeakKiB: Int
+        var largePeakKiB: Int
+        var ratio: Double
+
+        init(small: (records: Int, kiB: Int), large: (records: Int, kiB: Int)) {
+            smallRecords = small.records
+            largeRecords = large.records
+            smallPeakKiB = small.kiB
+            largePeakKiB = large.kiB
+            ratio = round(Double(large.kiB) / Double(max(1, small.kiB)), 1000)
+        }
+    }
+}

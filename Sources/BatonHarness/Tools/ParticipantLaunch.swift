@@ -1,0 +1,86 @@
+import BatonCoordinator
+import BatonREST
+@_spi(Faults) import BatonStore
+import BatonSync
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// What `baton participant` runs: a store, a REST client, a sync manager and a ``Participant``
+/// in a service group that SIGTERM and SIGINT shut down gracefully (the lease handed back).
+public struct ParticipantLaunch: Sendable {
+    public var directory: String
+    public var name: String
+    public var role: ParticipantRole
+    public var priority: Int?
+    public var server: String
+    public var token: String
+    public var specs: SyncSpecs
+    public var initialLifecycle: Lifecycle?
+    /// Seconds, as the command line gives them.
+    public var retryDelay: Double = 0.5
+    public var stopDeadline: Double = 5
+    public var leaseTerm: Double = 2
+    public var busyTimeout: Double = 10
+    /// Testing only: while this file exists, store writes fail as its first line says.
+    public var storageFaultFile: String?
+
+    public init(
+        directory: String, name: String, role: ParticipantRole, server: String, token: String,
+        specs: SyncSpecs
+    ) {
+        self.directory = directory
+        self.name = name
+        self.role = role
+        self.server = server
+        self.token = token
+        self.specs = specs
+    }
+
+    /// The first setting out of range, named as the command line names it.
+    public func validate() throws {
+        func within(_ value: Double, _ range: ClosedRange<Double>, _ option: String) throws {
+            func text(_ seconds: Double) -> String {
+                seconds.rounded() == seconds ? String(Int(seconds)) : String(seconds)
+            }
+            guard range.contains(value) else {
+                throw CLIError(
+                    message:
+                        "\(option) must be between \(text(range.lowerBound)) and \(text(range.upperBound)) seconds"
+                )
+            }
+        }
+        guard stopDeadline > 0 else { throw CLIError(message: "--stop-deadline must be positive") }
+        try within(leaseTerm, 0.1...3600, "--lease-term")
+        try within(busyTimeout, 0...3600, "--busy-timeout")
+        try within(retryDelay, 0...3600, "--retry-delay")
+        if let batchSize = specs.batchSize, !(1...2000).contains(batchSize) {
+            throw CLIError(message: "--batch-size must be between 1 and 2000")
+        }
+    }
+
+    /// Runs until SIGTERM or SIGINT; `started` hears the line to print once it runs.
+    public func run(started: (String) -> Void) async throws {
+        var logger = Logger(label: "baton.participant.\(name)")
+        logger[metadataKey: "baton.participant"] = "\(name)"
+        let store = try SharedStore.open(
+            directory: try SharedDirectory(path: directory, create: true), create: true,
+            busyTimeout: .milliseconds(Int64(busyTimeout * 1000)), logger: logger)
+        store.faults.failWritesWhileFileExists(storageFaultFile)
+        let client = RESTClient(baseURL: server, token: token, logger: logger)
+        let syncs = try specs.syncs(client: client)
+        let manager = SyncManager(
+            store: store, access: .none, targetFactory: RESTTargetFactory(client: client), logger: logger)
+        let participant = try Participant(
+            configuration: ParticipantConfiguration(
+                name: name, role: role, priority: priority, syncs: syncs, initialLifecycle: initialLifecycle,
+                stopDeadline: .milliseconds(Int(stopDeadline * 1000)),
+                retryDelay: retryDelay > 0 ? .milliseconds(Int(retryDelay * 1000)) : nil,
+                leaseTerm: .milliseconds(Int(leaseTerm * 1000))),
+            directory: store.directory, store: store, manager: manager, logger: logger)
+        let group = ServiceGroup(
+            services: [participant], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        started("participant \(name) (\(role.rawValue), pid \(getpid())) running in \(store.directory.path)")
+        try await group.run()
+    }
+}
