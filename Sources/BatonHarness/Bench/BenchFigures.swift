@@ -18,16 +18,23 @@ struct BenchFigures: Encodable {
     struct Ingest: Encodable {
         var endToEndPerSec: Double
         var storePerSec: Double
+        /// The raw loop: the same table shape and indexes, prepared statements, no store.
+        var rawPerSec: Double
         var grdbPerSec: Double
         /// End to end over the store's own upsert path.
         var ratio: Double
+        var storeVsRaw: Double
+        var endToEndVsRaw: Double
         var storeVsGrdb: Double
 
         init(_ result: IngestBench.Result) {
             endToEndPerSec = round(result.endToEndPerSec, 1)
             storePerSec = round(result.storePerSec, 1)
+            rawPerSec = round(result.rawPerSec, 1)
             grdbPerSec = round(result.grdbPerSec, 1)
             ratio = round(result.endToEndPerSec / result.storePerSec, 1000)
+            storeVsRaw = round(result.storePerSec / result.rawPerSec, 1000)
+            endToEndVsRaw = round(result.endToEndPerSec / result.rawPerSec, 1000)
             storeVsGrdb = round(result.storePerSec / result.grdbPerSec, 1000)
         }
     }

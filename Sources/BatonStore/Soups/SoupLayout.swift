@@ -1,0 +1,32 @@
+import GRDB
+
+/// How a soup's records sit in its table, for a baseline that writes the same table shape
+/// without the store (the ingest bench's raw loop).
+@_spi(Bench)
+extension SoupDescription {
+    /// The soup's table.
+    public var table: String { tableName }
+
+    /// The statements that make the soup's table and its indexes in another database.
+    public func schemaStatements(in reader: StoreReader) throws -> [String] {
+        try String.fetchAll(
+            reader.db,
+            sql: "SELECT sql FROM sqlite_master WHERE tbl_name = ? AND sql IS NOT NULL ORDER BY type DESC, name",
+            arguments: [tableName])
+    }
+
+    /// Finds the entry whose `path` has a value: one argument, the value.
+    public func lookupSQL(path: String) -> String {
+        "SELECT id FROM \(tableName) WHERE \(IndexSpec.sqlExpression(path: path)) = ? LIMIT 1"
+    }
+
+    /// Inserts a record: the arguments are ``insertArguments(json:record:now:)``.
+    public var insertSQL: String {
+        "INSERT INTO \(tableName) (json, created, lastModified) VALUES (?, ?, ?)"
+    }
+
+    /// The insert's arguments for a record whose JSON text is `json`.
+    public func insertArguments(json: String, record: JSONObject, now: Int64) -> StatementArguments {
+        [json, now, now]
+    }
+}
