@@ -102,7 +102,10 @@ let package = Package(
         ),
         .testTarget(name: "SOQLTests", dependencies: ["SOQL"]),
         .testTarget(name: "BatonJSONTests", dependencies: ["BatonJSON"]),
-        .testTarget(name: "BatonStoreTests", dependencies: ["BatonTestSupport", "BatonStore"]),
+        .testTarget(
+            name: "BatonStoreTests", dependencies: ["BatonTestSupport", "BatonStore"],
+            // A store file written by an earlier schema, with the answers its queries gave.
+            resources: [.copy("Fixtures")]),
         .testTarget(
             name: "BatonServerTests", dependencies: ["BatonTestSupport", "BatonServer", "BatonREST"]),
         .testTarget(name: "BatonRESTTests", dependencies: ["BatonTestSupport", "BatonREST", "BatonServer"]),

@@ -23,6 +23,8 @@ public class StoreReader {
 public final class StoreTransaction: StoreReader {
     /// When the transaction began (ms since 1970): the time its commit is logged with.
     public let now = WallClock.nowMillis()
+    /// The soups written in this transaction, each with its statements prepared.
+    var soupWriters: [String: SoupWriter] = [:]
 
     /// Bumps the change sequence and appends this commit to the commit log (who committed,
     /// under which epoch), keeping the newest ``CommitRecord/retained`` rows (trimmed once every

@@ -112,7 +112,8 @@ public struct BenchSuite: Sendable {
             (
                 "ingest",
                 "| ingest, end to end vs raw loop, records/s | \(v("ingest.endToEndPerSec")) | \(v("ingest.rawPerSec")) | \(v("ingest.endToEndVsRaw")) |"
-            ),            (
+            ),
+            (
                 "ingest",
                 "| ingest, store limit vs plain GRDB INSERT … ON CONFLICT, records/s | \(v("ingest.storePerSec")) | \(v("ingest.grdbPerSec")) | \(v("ingest.storeVsGrdb")) |"
             ),

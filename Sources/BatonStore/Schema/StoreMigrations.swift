@@ -64,6 +64,18 @@ enum StoreMigrations {
                     );
                     """)
         }
+        // Indexed paths move from `json_extract` expression indexes into columns of their own
+        // (see ``SoupDescription``): each soup's table gets its columns, filled from its
+        // records, and their indexes; the expression indexes they replace are dropped.
+        migrator.registerMigration("v3-index-columns") { db in
+            for row in try Row.fetchAll(db, sql: "SELECT id, name, indexSpecs FROM soup_registry") {
+                let soup = try StoreReader.soup(from: row)
+                for column in soup.columns {
+                    try db.execute(sql: "DROP INDEX IF EXISTS \(soup.expressionIndexName(path: column.path))")
+                }
+                try StoreTransaction.addIndexes(soup, existing: [], db: db)
+            }
+        }
         return migrator
     }
 }

@@ -22,6 +22,11 @@ extension SharedStore {
         try read { try $0.query(query, in: soupName) }
     }
 
+    /// SQLite's plan for `query`. See ``StoreReader/explain(_:in:)``.
+    public func explain(_ query: SoupQuery, in soupName: String) throws -> String {
+        try read { try $0.explain(query, in: soupName) }
+    }
+
     /// How many records match `query`.
     public func count(_ query: SoupQuery = .all, in soupName: String) throws -> Int {
         try read { try $0.count(query, in: soupName) }

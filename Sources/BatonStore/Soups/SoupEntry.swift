@@ -15,6 +15,13 @@ public struct SoupEntry: Sendable, Hashable {
 }
 
 /// A registered soup: its name and indexed paths.
+///
+/// Its table holds each record's JSON text, and beside it one column per indexed path that
+/// Swift fills from the record it already holds, each with an index: the built-in paths and
+/// every `string`, `integer` and `floating` spec. A column holds exactly what
+/// `json_extract(json, '$.path')` would give (no affinity: booleans as 0/1, arrays and objects
+/// as their JSON text), so queries answer as they did on expression indexes, and SQLite parses
+/// no JSON on insert. A `json1` spec stays an expression index on `json_extract`.
 public struct SoupDescription: Sendable, Hashable {
     /// The soup's name.
     public var name: String
@@ -24,9 +31,42 @@ public struct SoupDescription: Sendable, Hashable {
 
     /// The paths every soup indexes for the sync engine, whatever it registered.
     static let builtInPaths = [LocalFlags.local, LocalFlags.syncId]
+    static let builtInColumns = [LocalFlags.local: "c_local", LocalFlags.syncId: "c_sync_id"]
 
     /// True when `path` can be used in a query.
     public func isIndexed(_ path: String) -> Bool {
         Self.builtInPaths.contains(path) || indexSpecs.contains { $0.path == path }
+    }
+
+    /// The column that holds `path`'s value, when one does.
+    func column(for path: String) -> String? {
+        if let builtIn = Self.builtInColumns[path] { return builtIn }
+        guard let index = indexSpecs.firstIndex(where: { $0.path == path }), indexSpecs[index].type != .json1
+        else { return nil }
+        return "c\(index)"
+    }
+
+    /// What SQL reads `path` with: its column, or `json_extract` for a `json1` spec.
+    func expression(for path: String) -> String {
+        column(for: path) ?? IndexSpec.sqlExpression(path: path)
+    }
+
+    /// Every column beside the JSON text, with the path it holds, in table order.
+    var columns: [(name: String, path: String)] {
+        var seen = Set(Self.builtInPaths)
+        var columns = Self.builtInPaths.map { (name: Self.builtInColumns[$0]!, path: $0) }
+        for (index, spec) in indexSpecs.enumerated()
+        where spec.type != .json1 && seen.insert(spec.path).inserted {
+            columns.append((name: "c\(index)", path: spec.path))
+        }
+        return columns
+    }
+
+    /// The name of the index on `column`.
+    func indexName(column: String) -> String { "\(tableName)_\(column)" }
+
+    /// The name of the expression index on `path` (how every index was named before columns).
+    func expressionIndexName(path: String) -> String {
+        "\(tableName)_\(path.replacingOccurrences(of: ".", with: "_"))"
     }
 }

@@ -11,22 +11,27 @@ extension SoupDescription {
     public func schemaStatements(in reader: StoreReader) throws -> [String] {
         try String.fetchAll(
             reader.db,
-            sql: "SELECT sql FROM sqlite_master WHERE tbl_name = ? AND sql IS NOT NULL ORDER BY type DESC, name",
+            sql:
+                "SELECT sql FROM sqlite_master WHERE tbl_name = ? AND sql IS NOT NULL ORDER BY type DESC, name",
             arguments: [tableName])
     }
 
     /// Finds the entry whose `path` has a value: one argument, the value.
     public func lookupSQL(path: String) -> String {
-        "SELECT id FROM \(tableName) WHERE \(IndexSpec.sqlExpression(path: path)) = ? LIMIT 1"
+        "SELECT id FROM \(tableName) WHERE \(expression(for: path)) = ? LIMIT 1"
     }
 
     /// Inserts a record: the arguments are ``insertArguments(json:record:now:)``.
     public var insertSQL: String {
-        "INSERT INTO \(tableName) (json, created, lastModified) VALUES (?, ?, ?)"
+        let names = columns.map(\.name)
+        return
+            "INSERT INTO \(tableName) (json, created, lastModified\(names.map { ", " + $0 }.joined())) VALUES (?, ?, ?\(String(repeating: ", ?", count: names.count)))"
     }
 
     /// The insert's arguments for a record whose JSON text is `json`.
     public func insertArguments(json: String, record: JSONObject, now: Int64) -> StatementArguments {
-        [json, now, now]
+        StatementArguments(
+            [json.databaseValue, now.databaseValue, now.databaseValue]
+                + columns.map { SoupWriter.value(of: record, at: $0.path)?.databaseValue ?? .null })
     }
 }

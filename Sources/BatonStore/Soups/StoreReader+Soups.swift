@@ -54,6 +54,20 @@ extension StoreReader {
 
     /// The records matching `query`, in its order.
     public func query(_ query: SoupQuery, in soupName: String) throws -> [SoupEntry] {
+        let (sql, arguments) = try select(query, in: soupName)
+        return try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.entry(from:))
+    }
+
+    /// SQLite's plan for `query` (`EXPLAIN QUERY PLAN`, its steps joined by "; "), to see
+    /// which index it uses.
+    public func explain(_ query: SoupQuery, in soupName: String) throws -> String {
+        let (sql, arguments) = try select(query, in: soupName)
+        return try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments)
+            .map { $0["detail"] as String }.joined(separator: "; ")
+    }
+
+    /// The statement that reads `query`'s records.
+    func select(_ query: SoupQuery, in soupName: String) throws -> (String, StatementArguments) {
         let soup = try soup(soupName)
         let (whereSQL, arguments) = try Self.whereClause(query, soup: soup)
         var sql = "SELECT id, json, lastModified FROM \(soup.tableName)\(whereSQL)"
@@ -63,7 +77,7 @@ extension StoreReader {
         } else if query.offset > 0 {
             sql += " LIMIT -1 OFFSET \(query.offset)"
         }
-        return try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.entry(from:))
+        return (sql, arguments)
     }
 
     /// How many records match `query` (its limit and order are ignored).
@@ -110,16 +124,17 @@ extension StoreReader {
         return try Int64.fetchAll(
             db,
             sql:
-                "SELECT id FROM \(soup.tableName) WHERE \(IndexSpec.sqlExpression(path: LocalFlags.local)) = 1 ORDER BY id"
+                "SELECT id FROM \(soup.tableName) WHERE \(soup.expression(for: LocalFlags.local)) = 1 ORDER BY id"
         )
     }
 
+    /// A row of `SELECT id, json, lastModified`, read by column index.
     static func entry(from row: Row) throws -> SoupEntry {
-        let text: String = row["json"]
+        let text: String = row[1]
         guard case .object(let record) = try JSONValue(parsing: text) else {
             throw StoreError(.malformedRecord, "a stored record is not a JSON object")
         }
-        return SoupEntry(entryId: row["id"], record: record, lastModified: row["lastModified"])
+        return SoupEntry(entryId: row[0], record: record, lastModified: row[2])
     }
 
     static func whereClause(_ query: SoupQuery, soup: SoupDescription) throws -> (String, StatementArguments)
@@ -134,7 +149,7 @@ extension StoreReader {
                     .notIndexed,
                     "'\(path)' is not an indexed path of soup '\(soup.name)'; add an index spec for it")
             }
-            let expression = IndexSpec.sqlExpression(path: path)
+            let expression = soup.expression(for: path)
             switch condition {
             case .exact(_, let value):
                 if value.isNull {
@@ -182,7 +197,7 @@ extension StoreReader {
                     .notIndexed,
                     "'\(order.path)' is not an indexed path of soup '\(soup.name)'; add an index spec for it")
             }
-            keys.append("\(IndexSpec.sqlExpression(path: order.path)) \(direction)")
+            keys.append("\(soup.expression(for: order.path)) \(direction)")
         }
         if !query.orderBy.contains(where: { $0.path == SoupQuery.entryIdPath }) { keys.append("id ASC") }
         return " ORDER BY " + keys.joined(separator: ", ")

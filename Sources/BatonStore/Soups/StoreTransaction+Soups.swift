@@ -9,42 +9,63 @@ extension StoreTransaction {
     @discardableResult
     public func registerSoup(_ name: String, indexSpecs: [IndexSpec]) throws -> SoupDescription {
         soupCache[name] = nil
+        soupWriters[name] = nil
         try Names.validate(name, what: "soup name")
         for spec in indexSpecs { try IndexSpec.validate(path: spec.path) }
         if let existing = try soupIfExists(name) {
             let missing = indexSpecs.filter { spec in !existing.indexSpecs.contains { $0.path == spec.path } }
             guard !missing.isEmpty else { return existing }
-            let merged = existing.indexSpecs + missing
             try db.execute(
                 sql: "UPDATE soup_registry SET indexSpecs = ? WHERE name = ?",
-                arguments: [Self.specsJSON(merged), name])
-            for spec in missing { try createIndex(spec, table: existing.tableName) }
+                arguments: [Self.specsJSON(existing.indexSpecs + missing), name])
             soupCache[name] = nil
-            return try soup(name)
+            let soup = try soup(name)
+            try Self.addIndexes(soup, existing: Set(existing.columns.map(\.name)), db: db)
+            return soup
         }
         try db.execute(
             sql: "INSERT INTO soup_registry (name, indexSpecs, created) VALUES (?, ?, ?)",
             arguments: [name, Self.specsJSON(indexSpecs), WallClock.nowMillis()])
         let soup = try soup(name)
+        let columns = soup.columns.map { ",\n    \($0.name)" }.joined()
         try db.execute(
             sql: """
                 CREATE TABLE \(soup.tableName) (
                     id INTEGER PRIMARY KEY AUTOINCREMENT,
                     json TEXT NOT NULL,
                     created INTEGER NOT NULL,
-                    lastModified INTEGER NOT NULL
+                    lastModified INTEGER NOT NULL\(columns)
                 )
                 """)
-        for path in SoupDescription.builtInPaths {
-            try createIndex(IndexSpec(path: path, type: .json1), table: soup.tableName)
-        }
-        for spec in indexSpecs { try createIndex(spec, table: soup.tableName) }
+        try Self.addIndexes(soup, existing: nil, db: db)
         return soup
     }
 
-    private func createIndex(_ spec: IndexSpec, table: String) throws {
-        let indexName = "\(table)_\(spec.path.replacingOccurrences(of: ".", with: "_"))"
-        try db.execute(sql: "CREATE INDEX IF NOT EXISTS \(indexName) ON \(table)(\(spec.sqlExpression))")
+    /// Gives `soup`'s table each column it lacks (the table has `existing`, or is new when nil),
+    /// filled from the records already there in one pass, and every index it should have.
+    static func addIndexes(_ soup: SoupDescription, existing: Set<String>?, db: Database) throws {
+        if let existing {
+            let added = soup.columns.filter { !existing.contains($0.name) }
+            for column in added {
+                try db.execute(sql: "ALTER TABLE \(soup.tableName) ADD COLUMN \(column.name)")
+            }
+            if !added.isEmpty {
+                let fills = added.map { "\($0.name) = \(IndexSpec.sqlExpression(path: $0.path))" }
+                try db.execute(sql: "UPDATE \(soup.tableName) SET \(fills.joined(separator: ", "))")
+            }
+        }
+        for column in soup.columns {
+            try db.execute(
+                sql:
+                    "CREATE INDEX IF NOT EXISTS \(soup.indexName(column: column.name)) ON \(soup.tableName)(\(column.name))"
+            )
+        }
+        for spec in soup.indexSpecs where soup.column(for: spec.path) == nil {
+            try db.execute(
+                sql:
+                    "CREATE INDEX IF NOT EXISTS \(soup.expressionIndexName(path: spec.path)) ON \(soup.tableName)(\(spec.sqlExpression))"
+            )
+        }
     }
 
     static func specsJSON(_ specs: [IndexSpec]) -> String {
@@ -58,6 +79,7 @@ extension StoreTransaction {
     public func dropSoup(_ name: String) throws {
         let soup = try soup(name)
         soupCache[name] = nil
+        soupWriters[name] = nil
         try db.execute(sql: "DROP TABLE \(soup.tableName)")
         try db.execute(sql: "DELETE FROM soup_registry WHERE name = ?", arguments: [name])
     }
@@ -72,61 +94,34 @@ extension StoreTransaction {
     public func upsert(
         _ record: JSONObject, into soupName: String, entryId: Int64? = nil, externalIdPath: String? = nil
     ) throws -> SoupEntry {
-        let soup = try soup(soupName)
-        return try upsert(record, into: soup, entryId: entryId, externalIdPath: externalIdPath)
+        try writer(soupName).upsert(record, entryId: entryId, externalIdPath: externalIdPath)
     }
 
-    /// Upserts many records in this transaction; faster than one call each.
+    /// Upserts many records in this transaction, through one prepared statement per kind.
     @discardableResult
     public func upsert(_ records: [JSONObject], into soupName: String, externalIdPath: String? = nil) throws
         -> [SoupEntry]
     {
-        let soup = try soup(soupName)
-        return try records.map { try upsert($0, into: soup, entryId: nil, externalIdPath: externalIdPath) }
+        let writer = try writer(soupName)
+        return try records.map { try writer.upsert($0, entryId: nil, externalIdPath: externalIdPath) }
     }
 
-    func upsert(_ record: JSONObject, into soup: SoupDescription, entryId: Int64?, externalIdPath: String?)
-        throws
-        -> SoupEntry
-    {
-        let now = WallClock.nowMillis()
-        let json = record.jsonString
-        var targetId = entryId
-        if targetId == nil, let externalIdPath {
-            guard soup.isIndexed(externalIdPath) else {
-                throw StoreError(
-                    .notIndexed,
-                    "external id path '\(externalIdPath)' is not indexed in soup '\(soup.name)'; add an index spec for it"
-                )
-            }
-            if let value = JSONValue.object(record).value(atPath: externalIdPath), !value.isNull {
-                targetId = try Int64.fetchOne(
-                    cached(
-                        "SELECT id FROM \(soup.tableName) WHERE \(IndexSpec.sqlExpression(path: externalIdPath)) = ? LIMIT 1"
-                    ),
-                    arguments: [value.databaseValue])
-            }
-        }
-        if let targetId {
-            try cached("UPDATE \(soup.tableName) SET json = ?, lastModified = ? WHERE id = ?")
-                .execute(arguments: [json, now, targetId])
-            guard db.changesCount > 0 else {
-                throw StoreError(.entryNotFound, "soup '\(soup.name)' has no entry \(targetId)")
-            }
-            return SoupEntry(entryId: targetId, record: record, lastModified: now)
-        }
-        try cached("INSERT INTO \(soup.tableName) (json, created, lastModified) VALUES (?, ?, ?)")
-            .execute(arguments: [json, now, now])
-        return SoupEntry(entryId: db.lastInsertedRowID, record: record, lastModified: now)
+    /// The writer of `soupName` for this transaction (its statements prepared once).
+    func writer(_ soupName: String) throws -> SoupWriter {
+        if let writer = soupWriters[soupName] { return writer }
+        let writer = try SoupWriter(soup: try soup(soupName), db: db)
+        soupWriters[soupName] = writer
+        return writer
     }
 
     /// Deletes entries by id; returns how many existed.
     @discardableResult
     public func delete(entryIds: [Int64], from soupName: String) throws -> Int {
         let soup = try soup(soupName)
+        let statement = try cached("DELETE FROM \(soup.tableName) WHERE id = ?")
         var deleted = 0
         for id in entryIds {
-            try cached("DELETE FROM \(soup.tableName) WHERE id = ?").execute(arguments: [id])
+            try statement.execute(arguments: [id])
             deleted += db.changesCount
         }
         return deleted
