@@ -31,14 +31,18 @@ extension JSONValue {
     }
 
     /// The compact JSON text, with object keys sorted so equal values print equally.
-    public var jsonString: String {
+    public var jsonString: String { jsonText(sortedKeys: true) }
+
+    /// The compact JSON text; with `sortedKeys: false` each object's keys come in the
+    /// dictionary's own order (cheaper: for text that is parsed again, never compared as text).
+    public func jsonText(sortedKeys: Bool) -> String {
         var out = ""
-        out.reserveCapacity(64)
-        write(to: &out)
+        out.reserveCapacity(256)
+        write(to: &out, sortedKeys: sortedKeys)
         return out
     }
 
-    func write(to out: inout String) {
+    func write(to out: inout String, sortedKeys: Bool) {
         switch self {
         case .null: out += "null"
         case .bool(let b): out += b ? "true" : "false"
@@ -58,31 +62,48 @@ extension JSONValue {
             for value in values {
                 if !first { out += "," }
                 first = false
-                value.write(to: &out)
+                value.write(to: &out, sortedKeys: sortedKeys)
             }
             out += "]"
         case .object(let object):
             out += "{"
             var first = true
-            for key in object.keys.sorted() {
-                if !first { out += "," }
-                first = false
-                JSONValue.writeString(key, to: &out)
-                out += ":"
-                object[key]!.write(to: &out)
+            if sortedKeys {
+                for key in object.keys.sorted() {
+                    if !first { out += "," }
+                    first = false
+                    JSONValue.writeString(key, to: &out)
+                    out += ":"
+                    object[key]!.write(to: &out, sortedKeys: true)
+                }
+            } else {
+                for (key, value) in object {
+                    if !first { out += "," }
+                    first = false
+                    JSONValue.writeString(key, to: &out)
+                    out += ":"
+                    value.write(to: &out, sortedKeys: false)
+                }
             }
             out += "}"
         }
     }
 
+    /// Whether a string's UTF-8 holds a byte JSON must escape (a control, `"` or `\`).
+    @inline(__always)
+    static func needsEscape(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var flags: UInt8 = 0
+        for byte in bytes {
+            flags |= (byte < 0x20 ? 1 : 0) | (byte == 0x22 ? 1 : 0) | (byte == 0x5C ? 1 : 0)
+        }
+        return flags != 0
+    }
+
     static func writeString(_ s: String, to out: inout String) {
         out += "\""
-        var needsEscape = false
-        for byte in s.utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C {
-            needsEscape = true
-            break
-        }
-        if !needsEscape {
+        var copy = s
+        // A contiguous scan (no per-byte iterator), branch-free so it vectorizes.
+        if !copy.withUTF8(needsEscape) {
             out += s
         } else {
             for scalar in s.unicodeScalars {

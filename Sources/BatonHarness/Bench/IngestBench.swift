@@ -99,7 +99,8 @@ struct IngestBench {
                 let clean = LocalFlags.clean(record, syncId: 1)
                 return (
                     record["Id"]?.stringValue ?? "",
-                    soup.insertArguments(json: JSONValue.object(clean).jsonString, record: clean, now: now)
+                    soup.insertArguments(
+                        json: JSONValue.object(clean).jsonText(sortedKeys: false), record: clean, now: now)
                 )
             }
         }

@@ -10,7 +10,7 @@ extension Response {
     static func json(_ status: HTTPResponse.Status, _ value: JSONValue) -> Response {
         Response(
             status: status, headers: [.contentType: "application/json;charset=UTF-8"],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: value.jsonString)))
+            body: ResponseBody(byteBuffer: ByteBuffer(string: value.jsonText(sortedKeys: false))))
     }
 
     /// The Salesforce error array for `error`.

@@ -16,6 +16,8 @@ public enum LocalFlags {
     /// The record as the server last sent it: all flags false, no error, stamped with `syncId`.
     public static func clean(_ record: JSONObject, syncId: Int64?) -> JSONObject {
         var copy = record
+        // One copy, at its final size (not a copy, then a rehash as the flags go in).
+        copy.reserveCapacity(record.count + 5)
         copy[local] = false
         copy[locallyCreated] = false
         copy[locallyUpdated] = false

@@ -32,7 +32,8 @@ final class SoupWriter {
                 targetId = try Int64.fetchOne(lookup, arguments: [value.databaseValue])
             }
         }
-        var values: [DatabaseValue] = [record.jsonString.databaseValue]
+        // Stored text is parsed again, never compared as text: keys in the dictionary's order.
+        var values: [DatabaseValue] = [JSONValue.object(record).jsonText(sortedKeys: false).databaseValue]
         values.reserveCapacity(columns.count + 3)
         if targetId == nil { values.append(now.databaseValue) }
         values.append(now.databaseValue)
