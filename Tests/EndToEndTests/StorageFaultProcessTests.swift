@@ -4,9 +4,46 @@ import BatonREST
 @_spi(Faults) import BatonStore
 import Foundation
 import Logging
+import Synchronization
 import Testing
 
+/// A continuation resumed by whichever answer comes first; later ones are dropped.
+final class FirstAnswer: Sendable {
+    private let continuation = Mutex<CheckedContinuation<Bool, Never>?>(nil)
+
+    func set(_ continuation: CheckedContinuation<Bool, Never>) {
+        self.continuation.withLock { $0 = continuation }
+    }
+
+    func settle(_ value: Bool) {
+        continuation.withLock { $0.take() }?.resume(returning: value)
+    }
+}
+
 extension CoordinatorFixture {
+    /// True once the server has received request `count + 1`; false if the host's sync is
+    /// `done` first. Whichever comes first answers; the log side is bounded by
+    /// ``waitForLog``'s timeout (a timeout fails the test).
+    func nextRequestOrDone(after count: Int) async throws -> Bool {
+        let server = self.server.server
+        let answer = FirstAnswer()
+        return await withCheckedContinuation { continuation in
+            answer.set(continuation)
+            // A request that never comes leaves this task parked until the server stops.
+            Task {
+                await server.waitForRequests(count + 1)
+                answer.settle(true)
+            }
+            Task { [self] in
+                try? await waitForLog("host", "the next request or the sync done", timeout: .seconds(120)) {
+                    log in
+                    log.last { $0["event"] == "sync" }?["status"] == "done"
+                }
+                answer.settle(server.requestCount > count)
+            }
+        }
+    }
+
     /// The server ids missing from the store, and the store's records that are not on the server.
     func compareStoreWithServer() async throws -> (missing: Int, extra: Int, local: Int) {
         var quiet = Logger(label: "test.store")
@@ -53,7 +90,12 @@ extension HeavyEndToEnd {
                 // state commits; it must not cover the page that rolled back.
                 let lock = try ForeignWriteLock(path: f.dir + "/store.sqlite")
                 let requests = f.server.server.requestCount
-                await f.server.server.waitForRequests(requests + 1)  // the save after it has begun
+                // The next fetch starts once the save has begun; the last page has no next
+                // fetch, so its save may finish first (the sync is done, nothing to interrupt).
+                guard try await f.nextRequestOrDone(after: requests) else {
+                    lock.release()
+                    break
+                }
                 let deadlines = f.events("host", "stop.deadline").count
                 let shared = try SharedDirectory(path: f.dir, create: false)
                 try LifecycleSignal.write(.background, directory: shared, name: "host")
