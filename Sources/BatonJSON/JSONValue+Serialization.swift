@@ -36,57 +36,9 @@ extension JSONValue {
     /// The compact JSON text; with `sortedKeys: false` each object's keys come in the
     /// dictionary's own order (cheaper: for text that is parsed again, never compared as text).
     public func jsonText(sortedKeys: Bool) -> String {
-        var out = ""
-        out.reserveCapacity(256)
-        write(to: &out, sortedKeys: sortedKeys)
-        return out
-    }
-
-    func write(to out: inout String, sortedKeys: Bool) {
-        switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .int(let i): out += String(i)
-        case .double(let d):
-            if d.isFinite {
-                // Swift prints the shortest text that reads back exactly, always with a '.' or
-                // an exponent, so a double never turns into an integer on the way back.
-                out += String(d)
-            } else {
-                out += "null"
-            }
-        case .string(let s): JSONValue.writeString(s, to: &out)
-        case .array(let values):
-            out += "["
-            var first = true
-            for value in values {
-                if !first { out += "," }
-                first = false
-                value.write(to: &out, sortedKeys: sortedKeys)
-            }
-            out += "]"
-        case .object(let object):
-            out += "{"
-            var first = true
-            if sortedKeys {
-                for key in object.keys.sorted() {
-                    if !first { out += "," }
-                    first = false
-                    JSONValue.writeString(key, to: &out)
-                    out += ":"
-                    object[key]!.write(to: &out, sortedKeys: true)
-                }
-            } else {
-                for (key, value) in object {
-                    if !first { out += "," }
-                    first = false
-                    JSONValue.writeString(key, to: &out)
-                    out += ":"
-                    value.write(to: &out, sortedKeys: false)
-                }
-            }
-            out += "}"
-        }
+        var writer = JSONTextWriter()
+        writer.value(self, sortedKeys: sortedKeys)
+        return writer.text
     }
 
     /// Whether a string's UTF-8 holds a byte JSON must escape (a control, `"` or `\`).
@@ -97,30 +49,6 @@ extension JSONValue {
             flags |= (byte < 0x20 ? 1 : 0) | (byte == 0x22 ? 1 : 0) | (byte == 0x5C ? 1 : 0)
         }
         return flags != 0
-    }
-
-    static func writeString(_ s: String, to out: inout String) {
-        out += "\""
-        var copy = s
-        // A contiguous scan (no per-byte iterator), branch-free so it vectorizes.
-        if !copy.withUTF8(needsEscape) {
-            out += s
-        } else {
-            for scalar in s.unicodeScalars {
-                switch scalar {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case "\n": out += "\\n"
-                case "\r": out += "\\r"
-                case "\t": out += "\\t"
-                case _ where scalar.value < 0x20:
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                default: out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        out += "\""
     }
 }
 
@@ -340,6 +268,29 @@ struct JSONParser {
 
     mutating func parseNumber() throws -> JSONValue {
         let start = index
+        let isInteger = try skipNumber()
+        let digits = UnsafeBufferPointer(rebasing: bytes[start..<index])
+        if isInteger, digits.count <= 18 {
+            // Up to 18 digits always fit an Int64: summed here, with no text in between.
+            var value: Int64 = 0
+            var negative = false
+            for byte in digits {
+                if byte == UInt8(ascii: "-") {
+                    negative = true
+                } else {
+                    value = value &* 10 &+ Int64(byte &- UInt8(ascii: "0"))
+                }
+            }
+            return .int(negative ? -value : value)
+        }
+        let text = String(decoding: digits, as: UTF8.self)
+        if isInteger, let value = Int64(text) { return .int(value) }
+        guard let value = Double(text) else { throw fail("invalid number") }
+        return .double(value)
+    }
+
+    /// Moves past a number; returns whether it is an integer (no fraction, no exponent).
+    mutating func skipNumber() throws -> Bool {
         var isInteger = true
         if bytes[index] == UInt8(ascii: "-") { index += 1 }
         guard index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) else {
@@ -373,9 +324,107 @@ struct JSONParser {
             }
             guard index > digitsStart else { throw fail("invalid number") }
         }
-        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-        if isInteger, let value = Int64(text) { return .int(value) }
-        guard let value = Double(text) else { throw fail("invalid number") }
-        return .double(value)
+        return isInteger
+    }
+
+    /// Moves past a string (at its opening quote) without decoding it; returns whether it holds
+    /// an escape.
+    mutating func skipString() throws -> Bool {
+        index += 1
+        var escaped = false
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\\") {
+                escaped = true
+                index += 2
+                continue
+            }
+            index += 1
+            if byte == UInt8(ascii: "\"") { return escaped }
+            if byte < 0x20 { throw fail("control character in string") }
+        }
+        throw fail("unterminated string")
+    }
+
+    /// Moves past any value; scalars are checked without being converted.
+    mutating func skipValue() throws {
+        guard index < bytes.count else { throw fail("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: "\""): _ = try skipString()
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try skipNumber()
+        case UInt8(ascii: "t"): try expectLiteral("true")
+        case UInt8(ascii: "f"): try expectLiteral("false")
+        case UInt8(ascii: "n"): try expectLiteral("null")
+        default: _ = try parseValue()
+        }
+    }
+}
+
+/// One member of a JSON object, as byte ranges of the text it was found in.
+public struct JSONMember: Sendable {
+    /// The key's bytes, between its quotes (still escaped when `keyEscaped`).
+    public var key: Range<Int>
+    public var keyEscaped: Bool
+    /// The value's text, exactly as written.
+    public var value: Range<Int>
+}
+
+/// Finds an object's members without building values: for copying some of them, as they are, into
+/// other JSON text.
+public enum JSONObjectScanner {
+    /// Replaces `members` with those of the object `bytes` holds, in order.
+    ///
+    /// - Throws: ``JSONParseError`` when `bytes` is not one JSON object.
+    public static func members(of bytes: UnsafeBufferPointer<UInt8>, into members: inout [JSONMember]) throws
+    {
+        members.removeAll(keepingCapacity: true)
+        var parser = JSONParser(bytes: bytes, maxDepth: 256)
+        parser.skipWhitespace()
+        guard parser.index < bytes.count, bytes[parser.index] == UInt8(ascii: "{") else {
+            throw parser.fail("expected a JSON object")
+        }
+        parser.index += 1
+        parser.skipWhitespace()
+        if parser.index < bytes.count, bytes[parser.index] == UInt8(ascii: "}") {
+            parser.index += 1
+        } else {
+            while true {
+                parser.skipWhitespace()
+                guard parser.index < bytes.count, bytes[parser.index] == UInt8(ascii: "\"") else {
+                    throw parser.fail("expected a string key")
+                }
+                let keyStart = parser.index + 1
+                let escaped = try parser.skipString()
+                let key = keyStart..<(parser.index - 1)
+                parser.skipWhitespace()
+                guard parser.index < bytes.count, bytes[parser.index] == UInt8(ascii: ":") else {
+                    throw parser.fail("expected ':'")
+                }
+                parser.index += 1
+                parser.skipWhitespace()
+                let valueStart = parser.index
+                try parser.skipValue()
+                members.append(JSONMember(key: key, keyEscaped: escaped, value: valueStart..<parser.index))
+                parser.skipWhitespace()
+                guard parser.index < bytes.count else { throw parser.fail("unexpected end of input") }
+                if bytes[parser.index] == UInt8(ascii: ",") {
+                    parser.index += 1
+                } else if bytes[parser.index] == UInt8(ascii: "}") {
+                    parser.index += 1
+                    break
+                } else {
+                    throw parser.fail("expected ',' or '}'")
+                }
+            }
+        }
+        parser.skipWhitespace()
+        guard parser.index == bytes.count else { throw parser.fail("unexpected content after the value") }
+    }
+
+    /// A member's key as a string (escapes decoded).
+    public static func key(_ member: JSONMember, in bytes: UnsafeBufferPointer<UInt8>) throws -> String {
+        var parser = JSONParser(bytes: bytes, maxDepth: 1)
+        parser.index = member.key.lowerBound - 1
+        return try parser.parseString()
     }
 }

@@ -26,8 +26,14 @@ struct BenchFigures: Encodable {
         var storeVsRaw: Double
         var endToEndVsRaw: Double
         var storeVsGrdb: Double
+        /// The pages fetched and parsed, nothing saved (server, transport and client parse).
+        var fetchPerSec: Double
+        /// End to end over fetch only: near 1 when the fetch bounds the sync down.
+        var endToEndVsFetch: Double
 
         init(_ result: IngestBench.Result) {
+            fetchPerSec = round(result.fetchPerSec, 1)
+            endToEndVsFetch = round(result.endToEndPerSec / result.fetchPerSec, 1000)
             endToEndPerSec = round(result.endToEndPerSec, 1)
             storePerSec = round(result.storePerSec, 1)
             rawPerSec = round(result.rawPerSec, 1)

@@ -115,6 +115,10 @@ public struct BenchSuite: Sendable {
             ),
             (
                 "ingest",
+                "| ingest, end to end vs fetch only (pages fetched and parsed, nothing saved), records/s | \(v("ingest.endToEndPerSec")) | \(v("ingest.fetchPerSec")) | \(v("ingest.endToEndVsFetch")) |"
+            ),
+            (
+                "ingest",
                 "| ingest, store limit vs plain GRDB INSERT … ON CONFLICT, records/s | \(v("ingest.storePerSec")) | \(v("ingest.grdbPerSec")) | \(v("ingest.storeVsGrdb")) |"
             ),
             (

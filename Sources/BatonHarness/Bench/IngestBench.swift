@@ -15,6 +15,9 @@ struct IngestBench {
         var storePerSec: Double
         var rawPerSec: Double
         var grdbPerSec: Double
+        /// The same query's pages fetched and parsed with nothing saved: the reference server's,
+        /// the transport's and the client's share of the sync down.
+        var fetchPerSec: Double
     }
 
     /// Rounds of end to end and store-limit runs, alternating; each figure is the median.
@@ -32,7 +35,9 @@ struct IngestBench {
         var endToEndTimes: [Double] = []
         var storeTimes: [Double] = []
         var rawTimes: [Double] = []
+        var fetchTimes: [Double] = []
         for _ in 0..<rounds {
+            fetchTimes.append(try await fetchOnly(env))
             endToEndTimes.append(try await endToEnd(env, records: records))
             storeTimes.append(try await storeLimit(env, pages: pages))
             rawTimes.append(try await rawLoop(env, pages: pages))
@@ -42,7 +47,22 @@ struct IngestBench {
             endToEndPerSec: Double(records) / BenchStats.percentile(endToEndTimes, 50),
             storePerSec: Double(records) / BenchStats.percentile(storeTimes, 50),
             rawPerSec: Double(records) / BenchStats.percentile(rawTimes, 50),
-            grdbPerSec: Double(records) / grdbTime)
+            grdbPerSec: Double(records) / grdbTime,
+            fetchPerSec: Double(records) / BenchStats.percentile(fetchTimes, 50))
+    }
+
+    /// Seconds to fetch and parse every page of the sync down's query, saving nothing.
+    static func fetchOnly(_ env: BenchEnvironment) async throws -> Double {
+        let clock = ContinuousClock()
+        let started = clock.now
+        var count = 0
+        for try await page in env.client.query(
+            "SELECT Id, Name, Number__c, Description, LastModifiedDate FROM Account", batchSize: 2000)
+        {
+            count += page.records.count
+        }
+        guard count > 0 else { throw CLIError(message: "ingest: the fetch read no records") }
+        return BenchStats.seconds(clock.now - started)
     }
 
     /// Seconds for a sync down of every record: server → REST → SyncManager → store, 2000 per page.

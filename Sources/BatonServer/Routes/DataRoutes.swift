@@ -140,7 +140,7 @@ struct DataRoutes: Sendable {
     /// client that hung up mid-way did not get them).
     func deliver(_ page: QueryEngine.Page) -> Response {
         let stats = self.stats
-        let buffer = ByteBuffer(string: page.body.jsonText(sortedKeys: false))
+        let buffer = ByteBuffer(bytes: page.body)
         return Response(
             status: .ok, headers: [.contentType: "application/json;charset=UTF-8"],
             body: ResponseBody(contentLength: buffer.readableBytes) { writer in

@@ -36,7 +36,8 @@ final class QueryEngine: Sendable {
 
     /// One page and what it holds, for counting once it is delivered.
     struct Page: Sendable {
-        var body: JSONValue
+        /// The JSON text of the answer.
+        var body: [UInt8]
         var type: String
         var count: Int
     }
@@ -57,10 +58,9 @@ final class QueryEngine: Sendable {
             let count = try storage.read { db in
                 try Int.fetchOne(db, sql: "SELECT count(*) FROM (\(sql))", arguments: arguments) ?? 0
             }
+            let body: JSONValue = ["totalSize": .int(Int64(count)), "done": true, "records": []]
             return Page(
-                body: ["totalSize": .int(Int64(count)), "done": true, "records": []],
-                type: resolved.object.name,
-                count: 0)
+                body: Array(body.jsonText(sortedKeys: false).utf8), type: resolved.object.name, count: 0)
         }
         let ids = try storage.read { db in try Int64.fetchAll(db, sql: sql, arguments: arguments) }
         let cursor = Cursor(
@@ -114,32 +114,84 @@ final class QueryEngine: Sendable {
         let end = min(cursor.ids.count, offset + cursor.batchSize)
         let pageIds = Array(cursor.ids[offset..<end])
         let type = cursor.query.object.name
-        let rows = try storage.read { db in try Self.rows(db, type: type, rowIds: pageIds) }
-        let projector = Projector(schema: storage.schema, apiPath: cursor.apiPath)
-        var records: [JSONValue] = []
-        records.reserveCapacity(pageIds.count)
-        // A record deleted since the query started is skipped, as the API does.
-        let found = try pageIds.compactMap { id in try rows[id].map(RecordStorage.fullRecord) }
-        if cursor.query.readsRelated {
-            try storage.read { db in
-                let related = RelatedRecords(db: db, projector: projector)
-                for record in found {
-                    records.append(.object(try projector.project(record, cursor.query, related: related)))
-                }
-            }
-        } else {
-            for record in found {
-                records.append(.object(try projector.project(record, cursor.query, related: nil)))
-            }
-        }
         let done = end >= cursor.ids.count
-        var page: JSONObject = [
-            "totalSize": .int(Int64(cursor.ids.count)), "done": .bool(done), "records": .array(records),
-        ]
+        var out = JSONTextWriter(capacity: 256 + pageIds.count * 512)
+        out.raw("{\"totalSize\":")
+        out.int(Int64(cursor.ids.count))
+        out.raw(done ? ",\"done\":true" : ",\"done\":false")
         // The locator stays until it expires, the last page included: a client that lost the
         // answer to a page asks for it again.
-        if !done { page["nextRecordsUrl"] = .string("\(cursor.apiPath)/query/\(locator)-\(end)") }
-        return Page(body: .object(page), type: type, count: records.count)
+        if !done {
+            out.raw(",\"nextRecordsUrl\":")
+            out.string("\(cursor.apiPath)/query/\(locator)-\(end)")
+        }
+        out.raw(",\"records\":[")
+        // A record deleted since the query started is skipped, as the API does.
+        let count =
+            if var writer = RecordTextWriter(cursor.query, apiPath: cursor.apiPath) {
+                try storage.read { db in
+                    try Self.writeRecords(db, type: type, rowIds: pageIds, with: &writer, to: &out)
+                }
+            } else {
+                try storage.read { db in
+                    try projectRecords(db, cursor: cursor, rowIds: pageIds, to: &out)
+                }
+            }
+        out.raw("]}")
+        return Page(body: out.bytes, type: type, count: count)
+    }
+
+    /// Writes the records at `rowIds` (those still there, in that order) straight from their
+    /// stored text; returns how many.
+    private static func writeRecords(
+        _ db: Database, type: String, rowIds: [Int64], with writer: inout RecordTextWriter,
+        to out: inout JSONTextWriter
+    ) throws -> Int {
+        guard !rowIds.isEmpty else { return 0 }
+        var position: [Int64: Int] = [:]
+        position.reserveCapacity(rowIds.count)
+        for (index, id) in rowIds.enumerated() { position[id] = index }
+        // Rows come in the table's order; each record's text waits in its slot of the page's order.
+        var slots = [[UInt8]?](repeating: nil, count: rowIds.count)
+        let placeholders = Array(repeating: "?", count: rowIds.count).joined(separator: ",")
+        let rows = try Row.fetchCursor(
+            db,
+            sql:
+                "SELECT \(RecordTextWriter.columns) FROM records WHERE type = ? AND rowid IN (\(placeholders))",
+            arguments: StatementArguments([type]) + StatementArguments(rowIds))
+        while let row = try rows.next() {
+            guard let index = position[row[0]] else { continue }
+            var record = JSONTextWriter(capacity: 512)
+            try writer.write(row, to: &record)
+            slots[index] = record.bytes
+        }
+        var count = 0
+        for case let record? in slots {
+            if count > 0 { out.raw(",") }
+            out.raw(record)
+            count += 1
+        }
+        return count
+    }
+
+    /// Writes the records at `rowIds` through ``Projector`` (a query that reads parents or
+    /// children); returns how many.
+    private func projectRecords(
+        _ db: Database, cursor: Cursor, rowIds: [Int64], to out: inout JSONTextWriter
+    ) throws -> Int {
+        let rows = try Self.rows(db, type: cursor.query.object.name, rowIds: rowIds)
+        let projector = Projector(schema: storage.schema, apiPath: cursor.apiPath)
+        let related = RelatedRecords(db: db, projector: projector)
+        var count = 0
+        for id in rowIds {
+            guard let row = rows[id] else { continue }
+            let record = try projector.project(
+                try RecordStorage.fullRecord(row), cursor.query, related: related)
+            if count > 0 { out.raw(",") }
+            out.value(.object(record), sortedKeys: false)
+            count += 1
+        }
+        return count
     }
 
     /// The rows of `type` with these row ids, by row id.
