@@ -30,6 +30,20 @@ extension JSONValue {
         }
     }
 
+    /// Parses a complete JSON text from UTF-8 bytes, leaving out every member named `key` of the
+    /// objects at `depth` (1 is the outermost value): a query page's records without their
+    /// `attributes` (depth 3), with no copy of each record made to take them out afterwards.
+    public init(parsing bytes: some Collection<UInt8>, maxDepth: Int = 256, omitting key: String, atDepth depth: Int)
+        throws
+    {
+        let array = Array(bytes)
+        self = try array.withUnsafeBufferPointer { buffer in
+            var parser = JSONParser(bytes: buffer, maxDepth: maxDepth)
+            parser.omitted = (Array(key.utf8), depth)
+            return try parser.parseDocument()
+        }
+    }
+
     /// The compact JSON text, with object keys sorted so equal values print equally.
     public var jsonString: String { jsonText(sortedKeys: true) }
 
@@ -70,6 +84,11 @@ struct JSONParser {
     let maxDepth: Int
     var index = 0
     var depth = 0
+    /// A member name left out of the objects at one depth.
+    var omitted: (key: [UInt8], depth: Int)?
+    /// The members of the objects being parsed, innermost last: each object is built at its
+    /// final size once its members are known (no rehash as it grows).
+    var members: [(key: String, value: JSONValue)] = []
 
     init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
         self.bytes = bytes
@@ -128,12 +147,14 @@ struct JSONParser {
         try enter()
         defer { depth -= 1 }
         index += 1
-        var object: JSONObject = [:]
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
-            return .object(object)
+            return .object([:])
         }
+        let omitting = omitted.flatMap { $0.depth == depth ? $0.key : nil }
+        let start = members.count
+        defer { members.removeSubrange(start...) }
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
@@ -144,13 +165,20 @@ struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
             skipWhitespace()
-            object[key] = try parseValue()
+            if let omitting, key.utf8.elementsEqual(omitting) {
+                try skipValue()
+            } else {
+                members.append((key, try parseValue()))
+            }
             skipWhitespace()
             guard index < bytes.count else { throw fail("unexpected end of input") }
             if bytes[index] == UInt8(ascii: ",") {
                 index += 1
             } else if bytes[index] == UInt8(ascii: "}") {
                 index += 1
+                var object = JSONObject(minimumCapacity: members.count - start)
+                // A name given twice keeps its last value, as before.
+                for (key, value) in members[start...] { object[key] = value }
                 return .object(object)
             } else {
                 throw fail("expected ',' or '}'")

@@ -27,6 +27,24 @@ struct JSONTextTests {
         #expect(try JSONValue(parsing: "-0") == .int(0))
     }
 
+    @Test("a parse can leave out one member name at one depth, and only there")
+    func omitting() throws {
+        let text = #"{"attributes":1,"records":[{"attributes":{"type":"A"},"Id":"x","Sub":{"attributes":2}},{"Id":"y","attrib\u0075tes":3}]}"#
+        let value = try JSONValue(parsing: Array(text.utf8), omitting: "attributes", atDepth: 3)
+        #expect(
+            value
+                == [
+                    "attributes": 1,
+                    "records": [["Id": "x", "Sub": ["attributes": 2]], ["Id": "y"]],
+                ])
+        #expect(try JSONValue(parsing: text).value(atPath: "records")?.arrayValue?.first?.objectValue?.count == 3)
+    }
+
+    @Test("a name given twice keeps its last value, in nested objects too")
+    func duplicateNames() throws {
+        #expect(try JSONValue(parsing: #"{"a":1,"b":{"a":{"a":5,"a":6}},"a":2}"#) == ["a": 2, "b": ["a": ["a": 6]]])
+    }
+
     @Test("pieces escaped apart join into the whole string escaped")
     func pieces() throws {
         var writer = JSONTextWriter()

@@ -94,8 +94,8 @@ struct IngestBench {
         for page in pages {
             try await plain.writeUnleased { transaction in
                 for record in page {
-                    try transaction.upsert(
-                        LocalFlags.clean(record, syncId: 1), into: "accounts", externalIdPath: "Id")
+                    // What the sync down calls for each record.
+                    try transaction.upsertClean(record, syncId: 1, into: "accounts", externalIdPath: "Id")
                 }
             }
         }

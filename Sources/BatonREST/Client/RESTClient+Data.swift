@@ -19,9 +19,10 @@ public struct QueryPage: Sendable, Hashable {
         self.totalSize = Int(total)
         self.done = body.value(atPath: "done")?.boolValue ?? true
         self.nextRecordsUrl = body.value(atPath: "nextRecordsUrl")?.stringValue
+        // The parse left `attributes` out already: no record is copied to take it out.
         self.records = records.compactMap { value in
             guard var object = value.objectValue else { return nil }
-            object["attributes"] = nil
+            if object["attributes"] != nil { object["attributes"] = nil }
             return object
         }
     }
@@ -53,7 +54,8 @@ extension RESTClient {
     public func queryFirstPage(_ soql: String, batchSize: Int? = nil) async throws -> QueryPage {
         let headers = batchSize.map { [("Sforce-Query-Options", "batchSize=\($0)")] } ?? []
         let reply = try await send(
-            .GET, "\(apiPath)/query?q=\(Self.encode(soql))", headers: headers, idempotent: true)
+            .GET, "\(apiPath)/query?q=\(Self.encode(soql))", headers: headers, idempotent: true,
+            shape: .queryPage)
         return try QueryPage(reply.body)
     }
 
@@ -64,7 +66,8 @@ extension RESTClient {
             throw RESTError(.malformedResponse, "nextRecordsUrl is not a server path")
         }
         let headers = batchSize.map { [("Sforce-Query-Options", "batchSize=\($0)")] } ?? []
-        return try QueryPage(try await send(.GET, nextRecordsUrl, headers: headers, idempotent: true).body)
+        return try QueryPage(
+            try await send(.GET, nextRecordsUrl, headers: headers, idempotent: true, shape: .queryPage).body)
     }
 
     /// Every page of `soql`, fetched one at a time as the sequence is iterated.

@@ -80,11 +80,25 @@ public struct RESTClient: Sendable {
         _ method: HTTPMethod, _ path: String, body: JSONValue? = nil, headers: [(String, String)] = [],
         idempotent: Bool
     ) async throws -> Reply {
+        try await send(method, path, body: body, headers: headers, idempotent: idempotent, shape: .any)
+    }
+
+    /// What a reply's body is parsed as.
+    enum ReplyShape {
+        case any
+        /// A query page: its records come out without their `attributes` envelope.
+        case queryPage
+    }
+
+    func send(
+        _ method: HTTPMethod, _ path: String, body: JSONValue? = nil, headers: [(String, String)] = [],
+        idempotent: Bool, shape: ReplyShape
+    ) async throws -> Reply {
         var attempt = 1
         var backoff = retry.initialBackoff
         while true {
             do {
-                return try await sendOnce(method, path, body: body, headers: headers)
+                return try await sendOnce(method, path, body: body, headers: headers, shape: shape)
             } catch let error as RESTError
                 where idempotent && error.isRetryable && attempt < retry.maxAttempts
             {
@@ -105,9 +119,10 @@ public struct RESTClient: Sendable {
         }
     }
 
-    func sendOnce(_ method: HTTPMethod, _ path: String, body: JSONValue?, headers: [(String, String)])
-        async throws -> Reply
-    {
+    func sendOnce(
+        _ method: HTTPMethod, _ path: String, body: JSONValue?, headers: [(String, String)],
+        shape: ReplyShape = .any
+    ) async throws -> Reply {
         if Task.isCancelled { throw RESTError(.cancelled, "cancelled before sending") }
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
@@ -135,7 +150,12 @@ public struct RESTClient: Sendable {
             parsed = .null
         } else {
             do {
-                parsed = try JSONValue(parsing: buffer.readableBytesView)
+                switch shape {
+                case .any: parsed = try JSONValue(parsing: buffer.readableBytesView)
+                case .queryPage:
+                    // Depth 1 is the page, 2 its records array, 3 each record.
+                    parsed = try JSONValue(parsing: buffer.readableBytesView, omitting: "attributes", atDepth: 3)
+                }
             } catch {
                 throw RESTError(
                     .malformedResponse,

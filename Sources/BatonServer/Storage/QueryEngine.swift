@@ -158,7 +158,7 @@ final class QueryEngine: Sendable {
             db,
             sql:
                 "SELECT \(RecordTextWriter.columns) FROM records WHERE type = ? AND rowid IN (\(placeholders))",
-            arguments: StatementArguments([type]) + StatementArguments(rowIds))
+            arguments: StatementArguments([type] + rowIds.map { $0 as (any DatabaseValueConvertible)? }))
         while let row = try rows.next() {
             guard let index = position[row[0]] else { continue }
             var record = JSONTextWriter(capacity: 512)
@@ -202,7 +202,7 @@ final class QueryEngine: Sendable {
         for row in try Row.fetchAll(
             db,
             sql: "SELECT rowid AS _rowid, * FROM records WHERE type = ? AND rowid IN (\(placeholders))",
-            arguments: StatementArguments([type]) + StatementArguments(rowIds))
+            arguments: StatementArguments([type] + rowIds.map { $0 as (any DatabaseValueConvertible)? }))
         {
             byId[row["_rowid"]] = row
         }

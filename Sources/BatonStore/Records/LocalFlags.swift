@@ -29,6 +29,17 @@ public enum LocalFlags {
 
     private static let syncId_ = syncId
 
+    /// What ``clean(_:syncId:)`` sets, in that order (a nil value removes the name; without a
+    /// sync id the record keeps its own).
+    static func cleanMembers(syncId: Int64?) -> [(key: String, value: JSONValue?)] {
+        var members: [(key: String, value: JSONValue?)] = [
+            (local, false), (locallyCreated, false), (locallyUpdated, false), (locallyDeleted, false),
+            (lastError, nil),
+        ]
+        if let syncId { members.append((syncId_, .int(syncId))) }
+        return members
+    }
+
     /// The record marked as created locally.
     public static func markCreated(_ record: JSONObject) -> JSONObject {
         var copy = record

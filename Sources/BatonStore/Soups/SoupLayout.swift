@@ -31,7 +31,6 @@ extension SoupDescription {
     /// The insert's arguments for a record whose JSON text is `json`.
     public func insertArguments(json: String, record: JSONObject, now: Int64) -> StatementArguments {
         StatementArguments(
-            [json.databaseValue, now.databaseValue, now.databaseValue]
-                + columns.map { SoupWriter.value(of: record, at: $0.path)?.databaseValue ?? .null })
+            boxed: [json, now, now] + columns.map { SoupWriter.value(of: record, at: $0.path)?.databaseValue })
     }
 }

@@ -97,6 +97,18 @@ extension StoreTransaction {
         try writer(soupName).upsert(record, entryId: entryId, externalIdPath: externalIdPath)
     }
 
+    /// Upserts a record as the server sent it: what `upsert(LocalFlags.clean(record, syncId:
+    /// syncId), …)` stores, without copying the record to set its flags. Returns the entry id.
+    @discardableResult
+    public func upsertClean(
+        _ record: JSONObject, syncId: Int64?, into soupName: String, externalIdPath: String? = nil
+    ) throws -> Int64 {
+        try writer(soupName).write(
+            record, replacing: LocalFlags.cleanMembers(syncId: syncId), entryId: nil,
+            externalIdPath: externalIdPath
+        ).entryId
+    }
+
     /// Upserts many records in this transaction, through one prepared statement per kind.
     @discardableResult
     public func upsert(_ records: [JSONObject], into soupName: String, externalIdPath: String? = nil) throws

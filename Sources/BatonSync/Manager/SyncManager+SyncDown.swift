@@ -80,8 +80,7 @@ extension SyncManager {
                     {
                         continue
                     }
-                    try transaction.upsert(
-                        LocalFlags.clean(record, syncId: syncId), into: soup, externalIdPath: idField)
+                    try transaction.upsertClean(record, syncId: syncId, into: soup, externalIdPath: idField)
                 }
                 try transaction.updateSyncState(row)
             }
