@@ -23,21 +23,30 @@ extension JSONValue {
 
     /// Parses a complete JSON text from UTF-8 bytes.
     public init(parsing bytes: some Collection<UInt8>, maxDepth: Int = 256) throws {
-        let array = Array(bytes)
-        self = try array.withUnsafeBufferPointer { buffer in
+        self = try Self.parse(bytes) { buffer in
             var parser = JSONParser(bytes: buffer, maxDepth: maxDepth)
             return try parser.parseDocument()
         }
     }
 
+    /// Runs `body` over `bytes` in place when they are contiguous (a response buffer), else over
+    /// a copy.
+    private static func parse(
+        _ bytes: some Collection<UInt8>, _ body: (UnsafeBufferPointer<UInt8>) throws -> JSONValue
+    ) throws -> JSONValue {
+        if let value = try bytes.withContiguousStorageIfAvailable(body) { return value }
+        return try Array(bytes).withUnsafeBufferPointer(body)
+    }
+
     /// Parses a complete JSON text from UTF-8 bytes, leaving out every member named `key` of the
     /// objects at `depth` (1 is the outermost value): a query page's records without their
     /// `attributes` (depth 3), with no copy of each record made to take them out afterwards.
-    public init(parsing bytes: some Collection<UInt8>, maxDepth: Int = 256, omitting key: String, atDepth depth: Int)
+    public init(
+        parsing bytes: some Collection<UInt8>, maxDepth: Int = 256, omitting key: String, atDepth depth: Int
+    )
         throws
     {
-        let array = Array(bytes)
-        self = try array.withUnsafeBufferPointer { buffer in
+        self = try Self.parse(bytes) { buffer in
             var parser = JSONParser(bytes: buffer, maxDepth: maxDepth)
             parser.omitted = (Array(key.utf8), depth)
             return try parser.parseDocument()
@@ -217,10 +226,15 @@ struct JSONParser {
         let start = index
         // Fast path: no escapes.
         while index < bytes.count {
+            index = firstSpecial(from: index)
+            guard index < bytes.count else { break }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
                 index += 1
+                // ASCII is valid UTF-8 as it is: no validation (whose generic entry point looks
+                // its metadata up on every call) for the keys and most values.
+                if Self.isASCII(slice) { return String(decoding: slice, as: UTF8.self) }
                 guard let s = String(validating: slice, as: UTF8.self) else { throw fail("invalid UTF-8") }
                 return s
             }
@@ -274,6 +288,43 @@ struct JSONParser {
             }
         }
         throw fail("unterminated string")
+    }
+
+    /// The index of the first byte at or after `start` that ends a string's plain run (a quote,
+    /// a backslash or a control character), or the end. Eight bytes at a time: a byte is found
+    /// by the classic zero-byte test on the word XORed with the byte repeated, and controls by
+    /// the "less than" variant; a borrow only ever marks bytes after the first hit.
+    @inline(__always)
+    func firstSpecial(from start: Int) -> Int {
+        var position = start
+        guard let base = bytes.baseAddress else { return bytes.count }
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        while position + 8 <= bytes.count {
+            let word = UnsafeRawPointer(base + position).loadUnaligned(as: UInt64.self).littleEndian
+            let quote = word ^ (ones &* 0x22)
+            let backslash = word ^ (ones &* 0x5C)
+            let hits =
+                ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)
+                | ((word &- ones &* 0x20) & ~word)
+            let marked = hits & highs
+            if marked != 0 { return position + marked.trailingZeroBitCount / 8 }
+            position += 8
+        }
+        while position < bytes.count {
+            let byte = bytes[position]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { return position }
+            position += 1
+        }
+        return position
+    }
+
+    /// Whether every byte is below 0x80 (branch-free, so it vectorizes).
+    @inline(__always)
+    static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var bits: UInt8 = 0
+        for byte in bytes { bits |= byte }
+        return bits < 0x80
     }
 
     mutating func parseHex4() throws -> UInt32 {
@@ -361,6 +412,8 @@ struct JSONParser {
         index += 1
         var escaped = false
         while index < bytes.count {
+            index = firstSpecial(from: index)
+            guard index < bytes.count else { break }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\\") {
                 escaped = true

@@ -29,7 +29,8 @@ struct JSONTextTests {
 
     @Test("a parse can leave out one member name at one depth, and only there")
     func omitting() throws {
-        let text = #"{"attributes":1,"records":[{"attributes":{"type":"A"},"Id":"x","Sub":{"attributes":2}},{"Id":"y","attrib\u0075tes":3}]}"#
+        let text =
+            #"{"attributes":1,"records":[{"attributes":{"type":"A"},"Id":"x","Sub":{"attributes":2}},{"Id":"y","attrib\u0075tes":3}]}"#
         let value = try JSONValue(parsing: Array(text.utf8), omitting: "attributes", atDepth: 3)
         #expect(
             value
@@ -37,12 +38,49 @@ struct JSONTextTests {
                     "attributes": 1,
                     "records": [["Id": "x", "Sub": ["attributes": 2]], ["Id": "y"]],
                 ])
-        #expect(try JSONValue(parsing: text).value(atPath: "records")?.arrayValue?.first?.objectValue?.count == 3)
+        #expect(
+            try JSONValue(parsing: text).value(atPath: "records")?.arrayValue?.first?.objectValue?.count == 3)
     }
 
     @Test("a name given twice keeps its last value, in nested objects too")
     func duplicateNames() throws {
-        #expect(try JSONValue(parsing: #"{"a":1,"b":{"a":{"a":5,"a":6}},"a":2}"#) == ["a": 2, "b": ["a": ["a": 6]]])
+        #expect(
+            try JSONValue(parsing: #"{"a":1,"b":{"a":{"a":5,"a":6}},"a":2}"#) == [
+                "a": 2, "b": ["a": ["a": 6]],
+            ])
+    }
+
+    @Test("strings of every length with quotes, backslashes, controls and UTF-8 anywhere read back equal")
+    func stringScan() throws {
+        // The string scan reads eight bytes at a time: specials before, on and after each word
+        // boundary, and multi-byte characters across them.
+        let alphabet: [String] = [
+            "a", "\"", "\\", "\u{01}", "\u{1f}", "\n", "é", "🚀", " ", "~", "\u{7f}", "Z",
+        ]
+        var random = SplitMix64(seed: 16)
+        var members: [JSONMember] = []
+        for length in 0..<40 {
+            for _ in 0..<25 {
+                let text = (0..<length).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] }
+                    .joined()
+                let value = JSONValue.object([text: .string(text), "k": .string(text)])
+                let printed = value.jsonText(sortedKeys: true)
+                #expect(try JSONValue(parsing: printed) == value, "\(Array(text.unicodeScalars))")
+                try Array(printed.utf8).withUnsafeBufferPointer { buffer in
+                    try JSONObjectScanner.members(of: buffer, into: &members)
+                    #expect(
+                        try members.map { try JSONObjectScanner.key($0, in: buffer) }.sorted()
+                            == [text, "k"].sorted())
+                }
+            }
+        }
+        // A raw control character inside a string is refused wherever it falls.
+        for position in 0..<17 {
+            let text =
+                "\"" + String(repeating: "x", count: position) + "\u{01}" + String(repeating: "y", count: 9)
+                + "\""
+            #expect(throws: JSONParseError.self) { try JSONValue(parsing: text) }
+        }
     }
 
     @Test("pieces escaped apart join into the whole string escaped")

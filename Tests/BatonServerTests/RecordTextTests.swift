@@ -79,6 +79,37 @@ struct RecordTextTests {
         #expect(positions == positions.sorted())
     }
 
+    @Test("records come in the query's order, not the table's; one deleted meanwhile is skipped")
+    func orderAndDeleted() throws {
+        let storage = try RecordStorage(path: nil)
+        let names = ["d", "a", "f", "c", "e", "b", "h", "g"]
+        try storage.write { db in
+            for (index, name) in names.enumerated() {
+                try db.execute(
+                    sql:
+                        "INSERT INTO records (id, type, created, lastModified, systemModstamp, fields) VALUES (?, 'Account', 1, 1, 1, ?)",
+                    arguments: [
+                        RecordId.make(type: "Account", sequence: Int64(index + 1)), #"{"Name":"\#(name)"}"#,
+                    ])
+            }
+        }
+        let engine = QueryEngine(storage: storage, stats: ServerStats())
+        func namesIn(_ body: [UInt8]) throws -> [String] {
+            try JSONValue(parsing: body).value(atPath: "records")?.arrayValue?.compactMap {
+                $0.value(atPath: "Name")?.stringValue
+            } ?? []
+        }
+        let first = try engine.start(soql: "SELECT Name FROM Account ORDER BY Name DESC", batchSize: 4)
+        #expect(try namesIn(first.body) == ["h", "g", "f", "e"])
+        // "c" (page two, between "d" and "b") goes before that page is read.
+        try storage.write { db in try db.execute(sql: "DELETE FROM records WHERE fields LIKE '%\"c\"%'") }
+        let url = try #require(
+            try JSONValue(parsing: first.body).value(atPath: "nextRecordsUrl")?.stringValue)
+        let second = try engine.next(locator: String(url.split(separator: "/").last!))
+        #expect(try namesIn(second.body) == ["d", "b", "a"])
+        #expect(second.count == 3)
+    }
+
     @Test("a record whose stored text is not an object fails the page with a server error, not a bad body")
     func corruptStoredText() throws {
         let storage = try RecordStorage(path: nil)

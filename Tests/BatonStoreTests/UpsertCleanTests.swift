@@ -49,7 +49,8 @@ struct UpsertCleanTests {
         let queries: [SoupQuery] = [
             SoupQuery(where: [.exact("Id", "001A")]), SoupQuery(where: [.exact("__local__", false)]),
             SoupQuery(where: [.exact("__sync_id__", syncId.map { .int($0) } ?? 99)]),
-            SoupQuery(where: [.exact("__last_error__", nil)]), SoupQuery(where: [.exact("Owner.Name", "Bob")]),
+            SoupQuery(where: [.exact("__last_error__", nil)]),
+            SoupQuery(where: [.exact("Owner.Name", "Bob")]),
             SoupQuery(orderBy: [.init("Owner.Name", ascending: false)]),
         ]
         for query in queries {

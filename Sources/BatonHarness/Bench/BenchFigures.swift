@@ -30,10 +30,13 @@ struct BenchFigures: Encodable {
         var fetchPerSec: Double
         /// End to end over fetch only: near 1 when the fetch bounds the sync down.
         var endToEndVsFetch: Double
+        /// Every round's records/s (the figures above are their medians).
+        var rounds: [IngestBench.Round]
 
         init(_ result: IngestBench.Result) {
             fetchPerSec = round(result.fetchPerSec, 1)
             endToEndVsFetch = round(result.endToEndPerSec / result.fetchPerSec, 1000)
+            rounds = result.rounds
             endToEndPerSec = round(result.endToEndPerSec, 1)
             storePerSec = round(result.storePerSec, 1)
             rawPerSec = round(result.rawPerSec, 1)

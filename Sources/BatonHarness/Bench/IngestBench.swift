@@ -18,10 +18,19 @@ struct IngestBench {
         /// The same query's pages fetched and parsed with nothing saved: the reference server's,
         /// the transport's and the client's share of the sync down.
         var fetchPerSec: Double
+        /// Each round's figures, records/s, in the order they ran.
+        var rounds: [Round]
+    }
+
+    struct Round: Encodable {
+        var endToEnd: Double
+        var store: Double
+        var raw: Double
+        var fetch: Double
     }
 
     /// Rounds of end to end and store-limit runs, alternating; each figure is the median.
-    static let rounds = 3
+    static let rounds = 5
 
     static func run(_ env: BenchEnvironment, records: Int) async throws -> Result {
         try await env.reseed(records, bytes: 400)
@@ -48,7 +57,14 @@ struct IngestBench {
             storePerSec: Double(records) / BenchStats.percentile(storeTimes, 50),
             rawPerSec: Double(records) / BenchStats.percentile(rawTimes, 50),
             grdbPerSec: Double(records) / grdbTime,
-            fetchPerSec: Double(records) / BenchStats.percentile(fetchTimes, 50))
+            fetchPerSec: Double(records) / BenchStats.percentile(fetchTimes, 50),
+            rounds: (0..<rounds).map { index in
+                Round(
+                    endToEnd: BenchStats.round(Double(records) / endToEndTimes[index], 1),
+                    store: BenchStats.round(Double(records) / storeTimes[index], 1),
+                    raw: BenchStats.round(Double(records) / rawTimes[index], 1),
+                    fetch: BenchStats.round(Double(records) / fetchTimes[index], 1))
+            })
     }
 
     /// Seconds to fetch and parse every page of the sync down's query, saving nothing.

@@ -154,7 +154,8 @@ public struct RESTClient: Sendable {
                 case .any: parsed = try JSONValue(parsing: buffer.readableBytesView)
                 case .queryPage:
                     // Depth 1 is the page, 2 its records array, 3 each record.
-                    parsed = try JSONValue(parsing: buffer.readableBytesView, omitting: "attributes", atDepth: 3)
+                    parsed = try JSONValue(
+                        parsing: buffer.readableBytesView, omitting: "attributes", atDepth: 3)
                 }
             } catch {
                 throw RESTError(

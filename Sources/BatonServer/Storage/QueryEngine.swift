@@ -151,8 +151,17 @@ final class QueryEngine: Sendable {
         var position: [Int64: Int] = [:]
         position.reserveCapacity(rowIds.count)
         for (index, id) in rowIds.enumerated() { position[id] = index }
-        // Rows come in the table's order; each record's text waits in its slot of the page's order.
+        // Rows come in the table's order. While that is the page's order (records listed by time
+        // stamp in the order they were written) each is written straight out; one that comes
+        // early waits in its slot until every record before it is out.
         var slots = [[UInt8]?](repeating: nil, count: rowIds.count)
+        var next = 0
+        var count = 0
+        func append(_ record: [UInt8]) {
+            if count > 0 { out.raw(",") }
+            out.raw(record)
+            count += 1
+        }
         let placeholders = Array(repeating: "?", count: rowIds.count).joined(separator: ",")
         let rows = try Row.fetchCursor(
             db,
@@ -161,16 +170,25 @@ final class QueryEngine: Sendable {
             arguments: StatementArguments([type] + rowIds.map { $0 as (any DatabaseValueConvertible)? }))
         while let row = try rows.next() {
             guard let index = position[row[0]] else { continue }
-            var record = JSONTextWriter(capacity: 512)
-            try writer.write(row, to: &record)
-            slots[index] = record.bytes
-        }
-        var count = 0
-        for case let record? in slots {
+            guard index == next else {
+                var record = JSONTextWriter(capacity: 512)
+                try writer.write(row, to: &record)
+                slots[index] = record.bytes
+                continue
+            }
             if count > 0 { out.raw(",") }
-            out.raw(record)
+            try writer.write(row, to: &out)
             count += 1
+            next += 1
+            while next < rowIds.count, let record = slots[next] {
+                append(record)
+                slots[next] = nil
+                next += 1
+            }
         }
+        // The rest waited behind a record deleted since the query started (skipped, as the API
+        // does): out in their order.
+        for case let record? in slots[next...] { append(record) }
         return count
     }
 

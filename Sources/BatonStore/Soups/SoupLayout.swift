@@ -31,6 +31,7 @@ extension SoupDescription {
     /// The insert's arguments for a record whose JSON text is `json`.
     public func insertArguments(json: String, record: JSONObject, now: Int64) -> StatementArguments {
         StatementArguments(
-            boxed: [json, now, now] + columns.map { SoupWriter.value(of: record, at: $0.path)?.databaseValue })
+            boxed: [json, now, now] + columns.map { SoupWriter.value(of: record, at: $0.path)?.databaseValue }
+        )
     }
 }
