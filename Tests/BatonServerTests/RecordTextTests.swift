@@ -110,6 +110,20 @@ struct RecordTextTests {
         #expect(second.count == 3)
     }
 
+    @Test(
+        "a page looks its rows up by row id, not by walking the type's records",
+        arguments: [1, 5, 200, 2000])
+    func pagePlan(count: Int) throws {
+        let storage = try RecordStorage(path: nil)
+        let sql = "EXPLAIN QUERY PLAN " + QueryEngine.pageSQL(columns: RecordTextWriter.columns, count: count)
+        let values: [(any DatabaseValueConvertible)?] = ["Account"] + (1...count).map { Int64($0) }
+        let arguments = StatementArguments(values)
+        let plan = try storage.read { db in
+            try Row.fetchAll(db, sql: sql, arguments: arguments).map { $0["detail"] as String }
+        }
+        #expect(plan == ["SEARCH records USING INTEGER PRIMARY KEY (rowid=?)"])
+    }
+
     @Test("a record whose stored text is not an object fails the page with a server error, not a bad body")
     func corruptStoredText() throws {
         let storage = try RecordStorage(path: nil)

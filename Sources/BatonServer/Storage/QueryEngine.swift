@@ -162,11 +162,8 @@ final class QueryEngine: Sendable {
             out.raw(record)
             count += 1
         }
-        let placeholders = Array(repeating: "?", count: rowIds.count).joined(separator: ",")
         let rows = try Row.fetchCursor(
-            db,
-            sql:
-                "SELECT \(RecordTextWriter.columns) FROM records WHERE type = ? AND rowid IN (\(placeholders))",
+            db, sql: Self.pageSQL(columns: RecordTextWriter.columns, count: rowIds.count),
             arguments: StatementArguments([type] + rowIds.map { $0 as (any DatabaseValueConvertible)? }))
         while let row = try rows.next() {
             guard let index = position[row[0]] else { continue }
@@ -212,14 +209,21 @@ final class QueryEngine: Sendable {
         return count
     }
 
+    /// The rows of one type (the first argument) among `count` row ids (the others). The type is
+    /// `+type`, so that SQLite looks each row up by its id: left to itself, it walks the type's
+    /// time-stamp index through every record of the type for each page, a cost that grows with
+    /// the table (a 100,000-record query spent 40% of its time there).
+    static func pageSQL(columns: String, count: Int) -> String {
+        let placeholders = Array(repeating: "?", count: count).joined(separator: ",")
+        return "SELECT \(columns) FROM records WHERE +type = ? AND rowid IN (\(placeholders))"
+    }
+
     /// The rows of `type` with these row ids, by row id.
     static func rows(_ db: Database, type: String, rowIds: [Int64]) throws -> [Int64: Row] {
         guard !rowIds.isEmpty else { return [:] }
         var byId: [Int64: Row] = [:]
-        let placeholders = Array(repeating: "?", count: rowIds.count).joined(separator: ",")
         for row in try Row.fetchAll(
-            db,
-            sql: "SELECT rowid AS _rowid, * FROM records WHERE type = ? AND rowid IN (\(placeholders))",
+            db, sql: pageSQL(columns: "rowid AS _rowid, *", count: rowIds.count),
             arguments: StatementArguments([type] + rowIds.map { $0 as (any DatabaseValueConvertible)? }))
         {
             byId[row["_rowid"]] = row
