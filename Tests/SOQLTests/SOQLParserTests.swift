@@ -100,9 +100,13 @@ struct SOQLParserTests {
         #expect(DateTimeLiteral.format(milliseconds: 0) == "1970-01-01T00:00:00.000+0000")
         #expect(DateTimeLiteral.milliseconds("2024-02-29") == nil)
         #expect(DateTimeLiteral.milliseconds("2024-13-01T00:00:00Z") == nil)
-        for ms: Int64 in [0, 1, 999, 86_399_999, 951_782_400_000, 4_102_444_800_123] {
+        for ms: Int64 in [0, 1, 999, 86_399_999, 951_782_400_000, 4_102_444_800_123, -1, -86_400_001] {
             #expect(DateTimeLiteral.milliseconds(DateTimeLiteral.format(milliseconds: ms)) == ms)
         }
+        #expect(DateTimeLiteral.format(milliseconds: -1) == "1969-12-31T23:59:59.999+0000")
+        // The last millisecond of year 9999 is written in place; the next year goes the long way.
+        #expect(DateTimeLiteral.format(milliseconds: 253_402_300_799_999) == "9999-12-31T23:59:59.999+0000")
+        #expect(DateTimeLiteral.format(milliseconds: 253_402_300_800_000) == "10000-01-01T00:00:00.000+0000")
     }
 
     @Test("COUNT() parses alone, prints back, and is refused beside other items")
