@@ -91,31 +91,32 @@ public enum DateTimeLiteral {
             return
                 "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(Int(millis), 3))+0000"
         }
-        // `yyyy-MM-ddTHH:mm:ss.SSS+0000`, 28 bytes, written in place (three of these go into
-        // every record a query answers).
+        // `yyyy-MM-ddTHH:mm:ss.SSS+0000`, 28 bytes, written in place (a date goes into every
+        // record a query answers).
         return String(unsafeUninitializedCapacity: 28) { buffer in
-            func put(_ value: Int, _ width: Int, at offset: Int) {
+            var offset = 0
+            /// `value` in `width` digits, then `separator` if any.
+            func put(_ value: Int, _ width: Int, then separator: Unicode.Scalar?) {
                 var value = value
                 for position in stride(from: offset + width - 1, through: offset, by: -1) {
                     buffer[position] = UInt8(ascii: "0") + UInt8(value % 10)
                     value /= 10
                 }
+                offset += width
+                if let separator {
+                    buffer[offset] = UInt8(ascii: separator)
+                    offset += 1
+                }
             }
-            put(year, 4, at: 0)
-            buffer[4] = UInt8(ascii: "-")
-            put(month, 2, at: 5)
-            buffer[7] = UInt8(ascii: "-")
-            put(day, 2, at: 8)
-            buffer[10] = UInt8(ascii: "T")
-            put(hour, 2, at: 11)
-            buffer[13] = UInt8(ascii: ":")
-            put(minute, 2, at: 14)
-            buffer[16] = UInt8(ascii: ":")
-            put(second, 2, at: 17)
-            buffer[19] = UInt8(ascii: ".")
-            put(Int(millis), 3, at: 20)
-            for (offset, byte) in "+0000".utf8.enumerated() { buffer[23 + offset] = byte }
-            return 28
+            put(year, 4, then: "-")
+            put(month, 2, then: "-")
+            put(day, 2, then: "T")
+            put(hour, 2, then: ":")
+            put(minute, 2, then: ":")
+            put(second, 2, then: ".")
+            put(Int(millis), 3, then: "+")
+            put(0, 4, then: nil)
+            return offset
         }
     }
 
