@@ -37,45 +37,40 @@ extension HeavyEndToEnd {
             try await f.finish()
         }
 
-        /// Runs `baton wait` under bash and returns its CPU seconds (user + system, from bash's
-        /// `times`) and its wall-clock seconds.
-        func timedWait(_ dir: String, timeout: Double) async throws -> (
-            cpu: Double, wall: Double, status: Int32
-        ) {
-            let shell = try await BatonProcess(
-                [
-                    "-c",
-                    #"start=$(date +%s%N); "$0" wait --dir "$1" --writer nobody --timeout "$2"; status=$?; end=$(date +%s%N); times; echo "$status $(( (end - start) / 1000 ))""#,
-                    BatonBinary.path, dir, String(timeout),
-                ], executable: "/bin/bash")
-            let lines = try await shell.wait().stdout.split(separator: "\n").map(String.init)
-            // `times`: the shell's own user/system time, then its children's ("0m0.012s 0m0.004s").
-            func seconds(_ field: Substring) -> Double {
-                let parts = field.dropLast().split(separator: "m")
-                return (Double(parts.first ?? "0") ?? 0) * 60 + (Double(parts.last ?? "0") ?? 0)
+        /// A running process's CPU time (user + system), in clock ticks, from `/proc/PID/stat`.
+        static func cpuTicks(_ pid: Int32) -> Int? {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return nil }
+            // After the command's closing parenthesis: field 3 (the state) on; utime and stime
+            // are fields 14 and 15.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 12, let user = Int(fields[11]), let system = Int(fields[12]) else {
+                return nil
             }
-            let children = lines[lines.count - 2].split(separator: " ")
-            let last = lines[lines.count - 1].split(separator: " ")
-            return (
-                seconds(children[0]) + seconds(children[1]), (Double(last[1]) ?? 0) / 1_000_000,
-                Int32(last[0]) ?? -1
-            )
+            return user + system
         }
 
-        @Test("baton wait uses no CPU while idle and times out on time")
+        @Test("baton wait uses no CPU while idle, and does not give up before its timeout")
         func waitIsIdle() async throws {
             let f = try await CoordinatorFixture(records: 0)
             #expect(try await BatonProcess.run(["store", "init", "--dir", f.dir]).status == 0)
-            // Start-up costs the same in both; the difference is what 3 s of waiting cost.
-            let short = try await timedWait(f.dir, timeout: 1)
-            let long = try await timedWait(f.dir, timeout: 4)
-            #expect(short.status == 1 && long.status == 1)
-            let idleCPU = long.cpu - short.cpu
-            #expect(
-                idleCPU < 0.03,
-                "3 s of waiting used \(idleCPU) s of CPU (1 s: \(short.cpu), 4 s: \(long.cpu))")
-            let extra = (long.wall - short.wall) - 3
-            #expect(abs(extra) < 0.05, "the timeouts differ by \(long.wall - short.wall) s, not 3 s")
+            let clock = ContinuousClock()
+            let started = clock.now
+            let wait = try await BatonProcess([
+                "wait", "--dir", f.dir, "--writer", "nobody", "--timeout", "6",
+            ])
+            // Its own CPU time across a 3 s window well after start-up: a waiter that sleeps in
+            // the kernel adds nothing; one polling every few milliseconds adds ticks (10 ms each).
+            // Measured in the process itself, so other load on the machine does not count.
+            try await Task.sleep(for: .milliseconds(1_500))  // wait-ok: the window's start
+            let before = try #require(Self.cpuTicks(wait.pid))
+            try await Task.sleep(for: .seconds(3))  // wait-ok: the measurement window
+            let after = try #require(Self.cpuTicks(wait.pid))
+            #expect(after - before <= 1, "3 s of waiting used \(after - before) clock ticks of CPU")
+            let result = try await wait.wait()
+            #expect(result.status == 1, "\(result.stderr)")
+            #expect(clock.now - started >= .seconds(6), "it gave up before its 6 s timeout")
             await f.server.stop()
         }
 
