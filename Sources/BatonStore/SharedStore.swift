@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import GRDBSQLite
 import Logging
+import Synchronization
 
 /// The SQLite store that every participant shares: `D/store.sqlite` in WAL mode.
 ///
@@ -21,6 +22,9 @@ public final class SharedStore: Sendable {
     let logger: Logger
     let checkpoints: WALCheckpoints
     let writeGuard: WriteGuard
+    /// Writes in flight in this process, through either form of `write`: a write under the lease
+    /// runs on the caller's thread only when it is the only one.
+    private let writesInFlight = Atomic<Int>(0)
 
     init(
         directory: SharedDirectory, pool: DatabasePool, checkpoints: WALCheckpoints, writeGuard: WriteGuard,
@@ -123,25 +127,47 @@ public final class SharedStore: Sendable {
         _ access: WriteAccess, deadline: ContinuousClock.Instant? = nil,
         _ body: (StoreTransaction) throws -> T
     ) throws -> T {
+        writesInFlight.wrappingAdd(1, ordering: .acquiringAndReleasing)
+        defer { writesInFlight.wrappingSubtract(1, ordering: .acquiringAndReleasing) }
+        return try writeHere(access, deadline: deadline, body)
+    }
+
+    /// The async form of ``write(_:deadline:_:)``: suspends instead of blocking while the
+    /// write connection is busy.
+    ///
+    /// A write under the lease that is this process's only write in flight runs on the caller's
+    /// thread: no other process writes while the lease is held, so it does not wait for SQLite's
+    /// lock, and it saves two thread hops (to GRDB's writer queue and back), about a third of a
+    /// small write's cost. Every other write runs on GRDB's writer queue: an unleased one may
+    /// sleep in SQLite's busy handler for up to the busy timeout, and one behind another write of
+    /// this process would block the caller's thread until that one ends.
+    @discardableResult
+    public func write<T: Sendable>(
+        _ access: WriteAccess, deadline: ContinuousClock.Instant? = nil,
+        _ body: @escaping @Sendable (StoreTransaction) throws -> T
+    ) async throws -> T {
+        let others = writesInFlight.wrappingAdd(1, ordering: .acquiringAndReleasing).oldValue
+        defer { writesInFlight.wrappingSubtract(1, ordering: .acquiringAndReleasing) }
+        if others == 0, case .lease = access {
+            return try writeHere(access, deadline: deadline, body)
+        }
         do {
-            return try pool.writeWithoutTransaction { db in
-                try immediate(db, access, deadline: deadline, body)
+            return try await pool.writeWithoutTransaction { db in
+                try self.immediate(db, access, deadline: deadline, body)
             }
         } catch let error as DatabaseError {
             throw StoreError.from(error, context: "writing")
         }
     }
 
-    /// The async form of ``write(_:deadline:_:)``: suspends instead of blocking while the
-    /// write connection is busy.
-    @discardableResult
-    public func write<T: Sendable>(
-        _ access: WriteAccess, deadline: ContinuousClock.Instant? = nil,
-        _ body: @escaping @Sendable (StoreTransaction) throws -> T
-    ) async throws -> T {
+    /// One write transaction on the calling thread (GRDB runs it there when its writer queue
+    /// is idle, and blocks until it is otherwise).
+    private func writeHere<T>(
+        _ access: WriteAccess, deadline: ContinuousClock.Instant?, _ body: (StoreTransaction) throws -> T
+    ) throws -> T {
         do {
-            return try await pool.writeWithoutTransaction { db in
-                try self.immediate(db, access, deadline: deadline, body)
+            return try pool.writeWithoutTransaction { db in
+                try immediate(db, access, deadline: deadline, body)
             }
         } catch let error as DatabaseError {
             throw StoreError.from(error, context: "writing")

@@ -154,6 +154,31 @@ struct TakeoverWatchTests {
         #expect(HeartbeatRecord(parsing: "") == nil)
         #expect(HeartbeatRecord(parsing: "baton-lease pid=0 epoch=1 beat=2 term=3") == nil)
         #expect(HeartbeatRecord(parsing: "baton-lease pid=1 epoch=x beat=2 term=3") == nil)
+        // A release, and the closing a holder carries, round-trip.
+        for kind in [LeaseClosing.Kind.released, .takenOver] {
+            let released = HeartbeatRecord(
+                pid: 7, epoch: 3, beat: 5, termMillis: 2000, released: 1_700_000_000_123,
+                closing: LeaseClosing(epoch: 2, at: 1_700_000_000_000, kind: kind))
+            #expect(released.line.utf8.count == HeartbeatRecord.length)
+            #expect(HeartbeatRecord(parsing: released.line) == released)
+        }
+        let valid = "baton-lease pid=1 epoch=2 beat=3 term=4 from=0 released=0 close=-"
+        #expect(HeartbeatRecord(parsing: valid)?.epoch == 2)
+        #expect(HeartbeatRecord(parsing: "  " + valid + "\t\r\n")?.epoch == 2)
+        for junk in [
+            valid + " extra=1",  // a ninth field
+            valid.replacingOccurrences(of: "epoch=2 beat=3", with: "beat=3 epoch=2"),  // out of order
+            valid.replacingOccurrences(of: "pid=1", with: "pid=-1"),
+            valid.replacingOccurrences(of: "pid=1", with: "pid=4294967296"),  // past Int32
+            valid.replacingOccurrences(of: "pid=1", with: "pid1"),
+            valid.replacingOccurrences(of: "pid=1", with: "pids=1"),
+            valid.replacingOccurrences(of: "close=-", with: "close=1:2"),
+            valid.replacingOccurrences(of: "close=-", with: "close=1:2:x"),
+            valid.replacingOccurrences(of: "close=-", with: "close=1::r"),
+            valid.replacingOccurrences(of: "baton-lease", with: "baton-leases"),
+        ] {
+            #expect(HeartbeatRecord(parsing: junk) == nil, "\(junk)")
+        }
     }
 }
 

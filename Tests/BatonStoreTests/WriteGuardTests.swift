@@ -133,3 +133,69 @@ struct WriteGuardTests {
         #expect(try store.count(in: "s") == 2_001)
     }
 }
+
+@Suite("Async writes under the lease, on the caller's thread or GRDB's queue")
+struct LeaseWritePathTests {
+    func open(_ path: String) throws -> SharedStore {
+        try SharedStore.open(directory: try SharedDirectory(path: path), logger: Logger(label: "test"))
+    }
+
+    @Test("many async lease writes at once: each commits once, fenced, in one sequence")
+    func concurrentLeaseWrites() async throws {
+        let temp = try TemporaryDirectory()
+        let store = try open(temp.path + "/d")
+        try store.registerSoup("s", indexSpecs: [])
+        let fence = LeaseRecordTests.fence(1, over: 0)
+        let before = try store.changeSequence()
+        // Some run on their caller's thread (none other in flight), the rest on GRDB's queue.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<64 {
+                group.addTask {
+                    try await store.write(.lease(fence)) {
+                        _ = try $0.upsert(["n": .int(Int64(index))], into: "s")
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try store.count(in: "s") == 64)
+        #expect(try store.changeSequence() == before + 64)
+        let log = try await store.read { try $0.commitLog() }.suffix(64)
+        #expect(log.allSatisfy { $0.fencedEpoch == 1 })
+        #expect(Set(log.map(\.sequence)).count == 64)
+    }
+
+    @Test(
+        "an async lease write alone in flight: a stale fence, a throwing body and a failed commit write nothing"
+    )
+    func failuresRollBack() async throws {
+        let temp = try TemporaryDirectory()
+        let store = try open(temp.path + "/d")
+        try store.registerSoup("s", indexSpecs: [])
+        let first = LeaseRecordTests.fence(1, over: 0)
+        try await store.write(.lease(first)) { _ = try $0.upsert(["n": 0], into: "s") }
+        let taker = LeaseRecordTests.fence(2, over: 1, holder: "ext")
+        try await store.write(.lease(taker)) { _ = try $0.upsert(["n": 1], into: "s") }
+        let sequence = try store.changeSequence()
+        await #expect {
+            try await store.write(.lease(first)) { _ = try $0.upsert(["n": 2], into: "s") }
+        } throws: { ($0 as? StoreError)?.code == .staleEpoch }
+        struct Refused: Error {}
+        await #expect(throws: Refused.self) {
+            try await store.write(.lease(taker)) { transaction in
+                _ = try transaction.upsert(["n": 3], into: "s")
+                throw Refused()
+            }
+        }
+        for kind in StorageFaults.Kind.allCases {
+            store.faults.failWrite(1, with: kind)
+            await #expect(throws: StoreError.self) {
+                try await store.write(.lease(taker)) { _ = try $0.upsert(["n": 4], into: "s") }
+            }
+        }
+        #expect(try store.count(in: "s") == 2)
+        #expect(try store.changeSequence() == sequence)
+        try await store.write(.lease(taker)) { _ = try $0.upsert(["n": 5], into: "s") }
+        #expect(try store.count(in: "s") == 3)
+    }
+}

@@ -43,42 +43,74 @@ public struct HeartbeatRecord: Sendable, Hashable {
     }
 
     /// The fixed-length line: `baton-lease pid=… epoch=… beat=… term=… from=… released=…
-    /// close=EPOCH:MS:r|t|-`, padded with spaces.
+    /// close=EPOCH:MS:r|t|-`, padded with spaces. Written on every beat and every release, so
+    /// it is built without Foundation's padding.
     public var line: String {
         let close = closing.map { "\($0.epoch):\($0.at):\($0.kind == .released ? "r" : "t")" } ?? "-"
         let text =
             "baton-lease pid=\(pid) epoch=\(epoch) beat=\(beat) term=\(termMillis) from=\(takenOver) released=\(released) close=\(close)"
-        return text.padding(toLength: Self.length - 1, withPad: " ", startingAt: 0) + "\n"
+        let padding = max(0, Self.length - 1 - text.utf8.count)
+        return text + String(repeating: " ", count: padding) + "\n"
     }
 
     /// Parses ``line``; nil for anything else (an empty file, a pid written by an older Baton).
+    /// Read by every waiter at every look at the holder, so it works on the bytes.
     public init?(parsing text: String) {
-        let fields = text.split(whereSeparator: \.isWhitespace)
-        guard fields.count == 8, fields[0] == "baton-lease" else { return nil }
-        var values: [Substring: Substring] = [:]
-        for field in fields.dropFirst() {
-            let parts = field.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2 else { return nil }
-            values[parts[0]] = parts[1]
+        var text = text
+        guard let parsed = text.withUTF8({ Self.parse($0) }) else { return nil }
+        self = parsed
+    }
+
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> HeartbeatRecord? {
+        var fields: [Slice<UnsafeBufferPointer<UInt8>>] = []
+        fields.reserveCapacity(8)
+        var start: Int?
+        for index in 0...bytes.count {
+            let isSpace = index == bytes.count || [0x20, 0x0A, 0x09, 0x0D].contains(bytes[index])
+            if isSpace, let begun = start {
+                guard fields.count < 8 else { return nil }
+                fields.append(bytes[begun..<index])
+                start = nil
+            } else if !isSpace, start == nil {
+                start = index
+            }
         }
-        guard let pid = values["pid"].flatMap({ Int32($0) }),
-            let epoch = values["epoch"].flatMap({ Int64($0) }),
-            let beat = values["beat"].flatMap({ UInt64($0) }),
-            let term = values["term"].flatMap({ Int64($0) }),
-            let from = values["from"].flatMap({ Int64($0) }),
-            let released = values["released"].flatMap({ Int64($0) }),
-            let close = values["close"],
+        guard fields.count == 8, fields[0].elementsEqual("baton-lease".utf8) else { return nil }
+        /// The value of `key=value` in field `index`, nil when the key is not `key`.
+        func value(_ index: Int, _ key: String) -> Slice<UnsafeBufferPointer<UInt8>>? {
+            let field = fields[index]
+            var keyBytes = key.utf8.makeIterator()
+            var position = field.startIndex
+            while let expected = keyBytes.next() {
+                guard position < field.endIndex, field[position] == expected else { return nil }
+                position += 1
+            }
+            guard position < field.endIndex, field[position] == UInt8(ascii: "=") else { return nil }
+            return field[(position + 1)...]
+        }
+        func integer(_ digits: Slice<UnsafeBufferPointer<UInt8>>?) -> Int64? {
+            guard let digits else { return nil }
+            return Int64(Substring(decoding: digits, as: UTF8.self))
+        }
+        guard let pid = integer(value(1, "pid")).flatMap({ Int32(exactly: $0) }),
+            let epoch = integer(value(2, "epoch")),
+            let beat = value(3, "beat").flatMap({ UInt64(Substring(decoding: $0, as: UTF8.self)) }),
+            let term = integer(value(4, "term")),
+            let from = integer(value(5, "from")),
+            let released = integer(value(6, "released")),
+            let close = value(7, "close"),
             pid > 0, term > 0
         else { return nil }
         var closing: LeaseClosing?
-        if close != "-" {
-            let parts = close.split(separator: ":")
-            guard parts.count == 3, let closed = Int64(parts[0]), let at = Int64(parts[1]),
-                parts[2] == "r" || parts[2] == "t"
+        if !close.elementsEqual("-".utf8) {
+            let parts = close.split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false)
+            guard parts.count == 3, let closed = integer(parts[0]), let at = integer(parts[1]),
+                parts[2].elementsEqual("r".utf8) || parts[2].elementsEqual("t".utf8)
             else { return nil }
-            closing = LeaseClosing(epoch: closed, at: at, kind: parts[2] == "r" ? .released : .takenOver)
+            closing = LeaseClosing(
+                epoch: closed, at: at, kind: parts[2].elementsEqual("r".utf8) ? .released : .takenOver)
         }
-        self.init(
+        return HeartbeatRecord(
             pid: pid, epoch: epoch, beat: beat, termMillis: term, takenOver: from, released: released,
             closing: closing)
     }
