@@ -281,6 +281,17 @@ public final class SharedStore: Sendable {
         }
     }
 
+    /// The store's lease epoch, read on the write connection (not a reader): a process about to
+    /// write under a lease it was just granted has that connection's page cache brought up to
+    /// date once, where a reader's snapshot would be read once more by its first write.
+    public func leaseEpochForWriting() throws -> Int64 {
+        do {
+            return try pool.writeWithoutTransaction { db in try StoreReader(db: db).leaseEpoch() }
+        } catch let error as DatabaseError {
+            throw StoreError.from(error, context: "reading the lease epoch")
+        }
+    }
+
     /// Runs `body` on a read-only snapshot of the last commit. Never waits for a writer.
     public func read<T>(_ body: (StoreReader) throws -> T) throws -> T {
         do {
