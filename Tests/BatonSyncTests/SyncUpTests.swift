@@ -1,6 +1,8 @@
 import BatonREST
 import BatonStore
 import BatonSync
+import Logging
+import Synchronization
 import Testing
 
 @Suite("Sync up", .timeLimit(.minutes(5)))
@@ -229,6 +231,124 @@ struct SyncUpTests {
             #expect(server.count == 1)
             #expect(
                 server.first?["Name"]?.stringValue == (editedMeanwhile ? "edited after the fetch" : "new"))
+        }
+    }
+}
+
+/// A sync up target that runs `meanwhile` before its first send: a local edit that lands while
+/// the change is on its way to the server.
+struct EditWhileSending: SyncUpTarget {
+    let inner: any SyncUpTarget
+    let meanwhile: @Sendable () async throws -> Void
+
+    var json: JSONObject { inner.json }
+    var idFieldName: String { inner.idFieldName }
+    var modificationDateFieldName: String { inner.modificationDateFieldName }
+    var externalIdFieldName: String { inner.externalIdFieldName }
+    var batchSize: Int { inner.batchSize }
+
+    func send(_ changes: [LocalChange]) async throws -> [SyncUpOutcome] {
+        try await meanwhile()
+        return try await inner.send(changes)
+    }
+
+    func fetchModificationTimeStamps(ids: [String]) async throws -> [String: Int64] {
+        try await inner.fetchModificationTimeStamps(ids: ids)
+    }
+
+    func modificationTimeStamp(of record: JSONObject) -> Int64? { inner.modificationTimeStamp(of: record) }
+}
+
+struct EditWhileSendingFactory: SyncTargetFactory {
+    let inner: RESTTargetFactory
+    let meanwhile: @Sendable () async throws -> Void
+
+    func syncDownTarget(from json: JSONObject) throws -> any SyncDownTarget {
+        try inner.syncDownTarget(from: json)
+    }
+
+    func syncUpTarget(from json: JSONObject) throws -> any SyncUpTarget {
+        EditWhileSending(inner: try inner.syncUpTarget(from: json), meanwhile: meanwhile)
+    }
+}
+
+@Suite("Sync up: local edits while a change is on its way", .timeLimit(.minutes(5)))
+struct SyncUpRaceTests {
+    @Test("an edit made while its record's create or update is being sent stays dirty and goes up next time")
+    func editWhileSending() async throws {
+        try await withSyncFixture { f in
+            _ = try await f.client.adminSeed(type: "Account", count: 1)
+            let down = try await f.manager.syncDown(
+                target: try f.soqlTarget(), soupName: "accounts", name: "down")
+            _ = await f.manager.waitForSync(id: down.id)
+            let existing = try #require(f.store.query(.all, in: "accounts").first)
+            let store = f.store
+            try await store.writeUnleased { transaction in
+                var renamed = existing.record
+                renamed["Name"] = "renamed"
+                try transaction.upsert(
+                    LocalFlags.markUpdated(renamed), into: "accounts", entryId: existing.entryId)
+            }
+            let created = try await store.writeUnleased { transaction in
+                try transaction.upsert(LocalFlags.markCreated(["Name": "brand new"]), into: "accounts")
+            }
+
+            // The first send finds both records edited again locally after they were read.
+            let once = Mutex(true)
+            let factory = EditWhileSendingFactory(inner: RESTTargetFactory(client: f.client)) {
+                guard
+                    once.withLock({ first in
+                        defer { first = false }; return first
+                    })
+                else { return }
+                try await store.writeUnleased { transaction in
+                    for (entryId, name) in [
+                        (existing.entryId, "renamed again"), (created.entryId, "brand new, edited"),
+                    ] {
+                        var record = try #require(try transaction.entry(entryId, in: "accounts")).record
+                        record["Name"] = .string(name)
+                        try transaction.upsert(
+                            LocalFlags.markUpdated(record), into: "accounts", entryId: entryId)
+                    }
+                }
+            }
+            var logger = Logger(label: "test.sync")
+            logger.logLevel = .warning
+            let manager = SyncManager(store: store, access: .unleased, targetFactory: factory, logger: logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await manager.run() }
+                defer { group.cancelAll() }
+                func syncUp() async throws -> SyncState? {
+                    let sync = try await manager.syncUp(
+                        target: try f.upTarget(), options: SyncOptions(), soupName: "accounts")
+                    return await manager.waitForSync(id: sync.id)
+                }
+
+                #expect(try await syncUp()?.status == .done)
+                // The server has what was sent; the edits are still local and dirty.
+                var server = try await f.client.adminRecords(type: "Account").compactMap {
+                    $0["Name"]?.stringValue
+                }
+                #expect(server.sorted() == ["brand new", "renamed"])
+                let kept = try #require(
+                    try await store.read { try $0.entry(created.entryId, in: "accounts") }
+                ).record
+                #expect(kept["Name"] == "brand new, edited")
+                #expect(kept["Id"]?.stringValue != nil, "the create was acknowledged: it has its server id")
+                #expect(LocalFlags.isDirty(kept) && LocalFlags.isUpdated(kept) && !LocalFlags.isCreated(kept))
+                let renamed = try #require(
+                    try await store.read { try $0.entry(existing.entryId, in: "accounts") }
+                ).record
+                #expect(renamed["Name"] == "renamed again" && LocalFlags.isDirty(renamed))
+
+                // The next sync up sends the edits, as updates: no second create.
+                #expect(try await syncUp()?.status == .done)
+                server = try await f.client.adminRecords(type: "Account").compactMap {
+                    $0["Name"]?.stringValue
+                }
+                #expect(server.sorted() == ["brand new, edited", "renamed again"])
+                #expect(try store.query(.all, in: "accounts").allSatisfy { !LocalFlags.isDirty($0.record) })
+            }
         }
     }
 }

@@ -54,8 +54,10 @@ extension SyncManager {
 
         // 1. Classify; give new records their external id and drop created-then-deleted ones,
         //    locally and durably, before anything reaches the server.
-        let changes = try await store.write(access) { transaction -> [LocalChange] in
+        let (changes, classified) = try await store.write(access) {
+            transaction -> ([LocalChange], [Int64: JSONObject]) in
             var changes: [LocalChange] = []
+            var sentRecords: [Int64: JSONObject] = [:]
             var neverSent: [Int64] = []
             for entryId in entryIds {
                 guard let entry = try transaction.entry(entryId, in: soup), LocalFlags.isDirty(entry.record)
@@ -86,11 +88,14 @@ extension SyncManager {
                             entryId: entryId, kind: .update, serverId: serverId,
                             fields: Self.outgoing(record, fieldlist, nil)))
                 }
+                sentRecords[entryId] = record
             }
             try transaction.delete(entryIds: neverSent, from: soup)
-            return changes
+            return (changes, sentRecords)
         }
         guard !changes.isEmpty else { return }
+        // Each record as it was when its change was made, to tell a local edit made meanwhile.
+        var sentRecords = classified
 
         // 2. leaveIfChanged: skip records changed on the server since they were fetched.
         var toSend = changes
@@ -126,8 +131,10 @@ extension SyncManager {
         for (change, outcome) in zip(toSend, sent) { outcomes[change.entryId] = outcome }
         if state.mergeMode == .overwrite {
             let missing = toSend.filter { $0.kind == .update && outcomes[$0.entryId] == .missingOnServer }
-            let recreate = try await store.write(access) { transaction -> [LocalChange] in
+            let (recreate, resent) = try await store.write(access) {
+                transaction -> ([LocalChange], [Int64: JSONObject]) in
                 var again: [LocalChange] = []
+                var resent: [Int64: JSONObject] = [:]
                 for change in missing {
                     guard var record = try transaction.entry(change.entryId, in: soup)?.record else {
                         continue
@@ -140,9 +147,11 @@ extension SyncManager {
                         LocalChange(
                             entryId: change.entryId, kind: .create, serverId: nil,
                             fields: Self.outgoing(record, fieldlist, extField)))
+                    resent[change.entryId] = record
                 }
-                return again
+                return (again, resent)
             }
+            sentRecords.merge(resent) { _, new in new }
             if !recreate.isEmpty {
                 try checkpoint(state.id)
                 for (change, outcome) in zip(recreate, try await target.send(recreate)) {
@@ -154,6 +163,7 @@ extension SyncManager {
         // 4. Apply the outcomes locally in one transaction.
         let kinds = Dictionary(uniqueKeysWithValues: changes.map { ($0.entryId, $0.kind) })
         let finalOutcomes = outcomes
+        let sentAs = sentRecords
         let gone = serverGone
         try await store.write(access) { transaction in
             for (entryId, kind) in kinds.sorted(by: { $0.key < $1.key }) {
@@ -165,12 +175,18 @@ extension SyncManager {
                     }
                     continue
                 }
+                // Edited locally while its change was on the way (still dirty, and not what was
+                // sent): the server has what was sent, not the edit, so the record stays dirty
+                // for the next sync up instead of being marked clean with an edit never sent.
+                let editedMeanwhile =
+                    LocalFlags.isDirty(record) && sentAs[entryId].map { $0 != record } ?? false
                 switch outcome {
                 case .created(let serverId):
                     try Self.acknowledgeCreate(
                         record, entryId: entryId, serverId: serverId, idField: idField, extField: extField,
-                        soup: soup, in: transaction)
+                        soup: soup, editedMeanwhile: editedMeanwhile, in: transaction)
                 case .updated:
+                    if editedMeanwhile { continue }
                     try transaction.upsert(
                         LocalFlags.clean(record, syncId: nil), into: soup, entryId: entryId)
                 case .deleted:
@@ -195,16 +211,24 @@ extension SyncManager {
     /// have saved the same server record as a second entry: that copy is merged into the
     /// created entry (which keeps its entry id). The copy's content wins when it was written
     /// later — it holds the server's state, or a local edit made to it since, still dirty then.
+    ///
+    /// - Parameter editedMeanwhile: the record was edited locally after its create was sent: it
+    ///   gets its server id and stays dirty, as an update, so the next sync up sends the edit.
     static func acknowledgeCreate(
         _ record: JSONObject, entryId: Int64, serverId: String, idField: String, extField: String,
-        soup: String, in transaction: StoreTransaction
+        soup: String, editedMeanwhile: Bool = false, in transaction: StoreTransaction
     ) throws {
         let copies = try transaction.query(
             SoupQuery(where: [.exact(idField, .string(serverId))]), in: soup
         ).filter { $0.entryId != entryId }
         var acknowledged = record
         acknowledged[idField] = .string(serverId)
-        acknowledged = LocalFlags.clean(acknowledged, syncId: nil)
+        if editedMeanwhile {
+            acknowledged = LocalFlags.markUpdated(acknowledged)
+            acknowledged[LocalFlags.locallyCreated] = false
+        } else {
+            acknowledged = LocalFlags.clean(acknowledged, syncId: nil)
+        }
         let ours = try transaction.entry(entryId, in: soup)?.lastModified ?? 0
         if let newest = copies.max(by: { $0.lastModified < $1.lastModified }), newest.lastModified >= ours {
             acknowledged = newest.record
