@@ -181,6 +181,8 @@ public final class StorageFaults: Sendable {
         var diskFull = false
         /// The connection's own page limit, while ``diskFull`` replaced it.
         var savedPageLimit: Int?
+        /// Run before the numbered write begins (another process's commit landing just then).
+        var before: [Int: @Sendable () -> Void] = [:]
     }
 
     private let plan = Mutex(Plan())
@@ -193,6 +195,12 @@ public final class StorageFaults: Sendable {
     /// Fails the `n`th write transaction from now (1 is the next one) with `kind`.
     public func failWrite(_ n: Int, with kind: Kind) {
         plan.withLock { $0.failing[$0.writes + n] = kind }
+    }
+
+    /// Runs `action` just before the `n`th write transaction from now (1 is the next one)
+    /// begins, on the writing thread: as another process's commit landing at that moment would.
+    public func beforeWrite(_ n: Int, run action: @escaping @Sendable () -> Void) {
+        plan.withLock { $0.before[$0.writes + n] = action }
     }
 
     /// Fails every write with `kind` until called again with nil.
@@ -228,10 +236,15 @@ public final class StorageFaults: Sendable {
     /// Before a write begins on the writer connection: counts it, sets or lifts the page limit
     /// of a full disk, and returns the fault its commit must fail with, if any.
     func beginWrite(_ db: Database) throws -> Kind? {
-        let (kind, file, diskFull) = plan.withLock { plan -> (Kind?, String?, Bool) in
+        let (kind, file, diskFull, before) = plan.withLock {
+            plan -> (Kind?, String?, Bool, (@Sendable () -> Void)?) in
             plan.writes += 1
-            return (plan.failing.removeValue(forKey: plan.writes) ?? plan.always, plan.file, plan.diskFull)
+            return (
+                plan.failing.removeValue(forKey: plan.writes) ?? plan.always, plan.file, plan.diskFull,
+                plan.before.removeValue(forKey: plan.writes)
+            )
         }
+        before?()
         let word = fileFault(file)
         try limitPages(db, diskFull || word == "disk-full")
         if let kind { return kind }

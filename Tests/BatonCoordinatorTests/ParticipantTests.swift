@@ -1,7 +1,7 @@
 import BatonCoordinator
 import BatonREST
 import BatonServer
-import BatonStore
+@_spi(Faults) import BatonStore
 import BatonSync
 import BatonTestSupport
 import Foundation
@@ -150,6 +150,51 @@ struct ParticipantTests {
         #expect(retries.map { $0["delayMs"]?.doubleValue } == [20, 40, 80])
         #expect(log.filter { $0["event"] == "sync" && $0["status"] == "failed" }.count == 3)
         #expect(try store.count(in: "accounts") == 30)
+        await server.stop()
+    }
+}
+
+@Suite("A holding whose epoch moved before its first write")
+struct StaleHoldingTests {
+    @Test(
+        "another process records a newer epoch before the new holder's first write: it steps down, fenced, and takes the lease again with a fresh epoch",
+        .timeLimit(.minutes(2)))
+    func stepsDownAndRetakes() async throws {
+        let temp = try TemporaryDirectory()
+        let shared = try SharedDirectory(path: temp.path + "/d")
+        var quiet = Logger(label: "test")
+        quiet.logLevel = .critical
+        let server = try await ReferenceServer.start(.init(token: "t"), logger: quiet)
+        let client = RESTClient(baseURL: server.url, token: "t")
+        try await client.adminSeed(type: "Account", count: 20)
+        let host = try TestParticipant(
+            "host", role: .host, .foreground, shared: shared, client: client, logger: quiet, batchSize: 10)
+        // Just before the holding's first write: another process (its lock on a writer.lock that
+        // was replaced meanwhile) records the next epoch, as in a chaos run's junk burst.
+        let intruder = try SharedStore.open(directory: shared, logger: quiet)
+        host.store.faults.beforeWrite(1) {
+            _ = try? intruder.writeUnleased { try $0.beginLeaseEpoch(name: "intruder", pid: 1) }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await host.participant.run() }
+            try await waitForLog(shared, "host", "the host to step down and sync under a fresh epoch") {
+                events in
+                guard let lost = events.firstIndex(where: { $0["event"] == "lease.lost" }) else {
+                    return false
+                }
+                return events[lost...].contains {
+                    $0["event"] == "sync" && $0["status"] == "done" && ($0["totalSize"]?.intValue ?? 0) == 20
+                }
+            }
+            host.participant.shutdown()
+            try await group.waitForAll()
+        }
+        let history = try await intruder.read { try $0.leaseHistory() }
+        // The stale holding never recorded; the intruder's epoch did; the host's next one did.
+        #expect(history.map(\.name) == ["intruder", "host"])
+        #expect(LeaseAudit.check(history) == [])
+        #expect(try intruder.count(in: "accounts") == 20)
+        try intruder.close()
         await server.stop()
     }
 }

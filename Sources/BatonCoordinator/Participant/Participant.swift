@@ -534,6 +534,15 @@ public actor Participant: Service {
             }
             recoveryFailures[.writerStart] = nil
             if problem?.hasPrefix("could not start") == true { setProblem(nil) }
+        } catch let error as StoreError where error.code == .staleEpoch {
+            // The store's epoch moved past this holding before it could record itself: another
+            // process recorded a newer one (it held a lock on a writer.lock replaced meanwhile).
+            // This holding can never commit, and trying again with it would keep the lock from
+            // everyone: step down, fenced, and wait for the lease again (a fresh epoch).
+            logger.error("the writer lease moved before this holding's first write; stepping down")
+            log.log("writer.error", ["error": .string(String(describing: error))])
+            record(.leaseLost(epoch: held.epoch, takenOver: true, successor: nil))
+            _ = try? await carryOut(machine.leaseLost(takenOver: true))
         } catch {
             logger.error("could not start syncs as writer", metadata: ["baton.error": "\(error)"])
             log.log("writer.error", ["error": .string(String(describing: error))])
