@@ -24,6 +24,24 @@ func status(_ shared: SharedDirectory, _ name: String) -> ParticipantStatus? {
     ParticipantStatus.readAll(in: shared).first { $0.name == name }
 }
 
+/// A shared directory in a temporary folder, a quiet logger and a reference server (port 0):
+/// what every participant test here starts from.
+struct ParticipantTestBed {
+    let temp: TemporaryDirectory
+    let shared: SharedDirectory
+    let quiet: Logger
+    let server: RunningServer
+
+    static func start() async throws -> ParticipantTestBed {
+        let temp = try TemporaryDirectory()
+        var quiet = Logger(label: "test")
+        quiet.logLevel = .critical
+        return ParticipantTestBed(
+            temp: temp, shared: try SharedDirectory(path: temp.path + "/d"), quiet: quiet,
+            server: try await ReferenceServer.start(.init(token: "t"), logger: quiet))
+    }
+}
+
 /// A participant in this process, with a store handle and a sync manager of its own (as a
 /// separate process would have), syncing every Account down into the `accounts` soup.
 struct TestParticipant {
@@ -57,11 +75,8 @@ struct ParticipantTests {
         "an extension yields the lease to the host; the extension's sync calls then name the writer",
         .timeLimit(.minutes(2)))
     func priorityYield() async throws {
-        let temp = try TemporaryDirectory()
-        let shared = try SharedDirectory(path: temp.path + "/d")
-        var quiet = Logger(label: "test")
-        quiet.logLevel = .critical
-        let server = try await ReferenceServer.start(.init(token: "t"), logger: quiet)
+        let bed = try await ParticipantTestBed.start()
+        let (shared, quiet, server) = (bed.shared, bed.quiet, bed.server)
         let client = RESTClient(baseURL: server.url, token: "t")
         try await client.adminSeed(type: "Account", count: 3000)
         try await client.adminSetFaults(["latencyMs": 40])
@@ -102,16 +117,14 @@ struct ParticipantTests {
         #expect(LeaseAudit.check(history).isEmpty)
         #expect(history.map(\.name).starts(with: ["ext", "host"]))
         await server.stop()
+        withExtendedLifetime(bed) {}
     }
 
     @Test(
         "a writer runs a failed sync again, with a growing delay, until it is done", .timeLimit(.minutes(2)))
     func retriesFailedSync() async throws {
-        let temp = try TemporaryDirectory()
-        let shared = try SharedDirectory(path: temp.path + "/d")
-        var quiet = Logger(label: "test")
-        quiet.logLevel = .critical
-        let server = try await ReferenceServer.start(.init(token: "t"), logger: quiet)
+        let bed = try await ParticipantTestBed.start()
+        let (shared, quiet, server) = (bed.shared, bed.quiet, bed.server)
         let client = RESTClient(baseURL: server.url, token: "t", retry: .none)
         try await client.adminSeed(type: "Account", count: 30)
         try await client.adminSetFaults(["failNext": 3])
@@ -151,6 +164,7 @@ struct ParticipantTests {
         #expect(log.filter { $0["event"] == "sync" && $0["status"] == "failed" }.count == 3)
         #expect(try store.count(in: "accounts") == 30)
         await server.stop()
+        withExtendedLifetime(bed) {}
     }
 }
 
@@ -160,11 +174,8 @@ struct StaleHoldingTests {
         "another process records a newer epoch before the new holder's first write: it steps down, fenced, and takes the lease again with a fresh epoch",
         .timeLimit(.minutes(2)))
     func stepsDownAndRetakes() async throws {
-        let temp = try TemporaryDirectory()
-        let shared = try SharedDirectory(path: temp.path + "/d")
-        var quiet = Logger(label: "test")
-        quiet.logLevel = .critical
-        let server = try await ReferenceServer.start(.init(token: "t"), logger: quiet)
+        let bed = try await ParticipantTestBed.start()
+        let (shared, quiet, server) = (bed.shared, bed.quiet, bed.server)
         let client = RESTClient(baseURL: server.url, token: "t")
         try await client.adminSeed(type: "Account", count: 20)
         let host = try TestParticipant(
@@ -196,5 +207,6 @@ struct StaleHoldingTests {
         #expect(try intruder.count(in: "accounts") == 20)
         try intruder.close()
         await server.stop()
+        withExtendedLifetime(bed) {}
     }
 }
