@@ -173,8 +173,15 @@ extension ChaosRun {
         let marks = Dictionary(uniqueKeysWithValues: members.map { ($0.name, $0.log.count) })
         try arrange(foreground: [victim])
         handOvers += 1
+        // A sync that fetches everything in its first page finishes without a progress event:
+        // then there is no next page to interrupt, and the round ends there.
         try await until(round: round, "\(victim.name) to commit a page") {
             Self.runningSync(in: victim, after: marks[victim.name] ?? 0, progressed: true)
+                || Self.syncDone(in: victim, after: marks[victim.name] ?? 0)
+        }
+        if !Self.runningSync(in: victim, after: marks[victim.name] ?? 0, progressed: true) {
+            try await restartGracefully(victim, stopDeadline: "2")
+            return
         }
         let server = self.server!.server
         let lock = try ForeignWriteLock(path: shared.storePath)
@@ -247,6 +254,14 @@ extension ChaosRun {
             event.event == "sync" && event["name"]?.stringValue == "accounts"
                 && event["status"]?.stringValue == "running"
                 && (!progressed || (event["progress"]?.intValue ?? 0) > 0)
+        }
+    }
+
+    /// True once `member` logged its `accounts` sync `done` after log line `mark`.
+    static func syncDone(in member: Member, after mark: Int) -> Bool {
+        member.log.events().dropFirst(mark).contains { event in
+            event.event == "sync" && event["name"]?.stringValue == "accounts"
+                && event["status"]?.stringValue == "done"
         }
     }
 

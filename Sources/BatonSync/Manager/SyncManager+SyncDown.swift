@@ -26,12 +26,10 @@ extension SyncManager {
         var newest = state.maxTimeStamp
         while true {
             try checkpoint(state.id)
-            var pageNewest = newest
-            for record in page.records {
-                if let stamp = target.modificationTimeStamp(of: record), stamp > pageNewest {
-                    pageNewest = stamp
-                }
-            }
+            let pageNewest =
+                sorted
+                ? Self.sortedWatermark(page.records, after: newest, target: target)
+                : Self.newestTimeStamp(page.records, after: newest, target: target)
             var next = state
             next.totalSize = page.totalSize
             if sorted { next.maxTimeStamp = pageNewest }
@@ -53,8 +51,44 @@ extension SyncManager {
             page = next
         }
         // Unsorted fetches may deliver an old record last, so only a complete run may move
-        // maxTimeStamp.
-        state.maxTimeStamp = max(state.maxTimeStamp, newest)
+        // maxTimeStamp. A sorted run's is its last page's watermark, already saved.
+        if !sorted { state.maxTimeStamp = max(state.maxTimeStamp, newest) }
+    }
+
+    /// The greatest time stamp among `records`, or `newest` if none is later.
+    static func newestTimeStamp(_ records: [JSONObject], after newest: Int64, target: any SyncDownTarget)
+        -> Int64
+    {
+        var newest = newest
+        for record in records {
+            if let stamp = target.modificationTimeStamp(of: record), stamp > newest { newest = stamp }
+        }
+        return newest
+    }
+
+    /// Where a sorted fetch may resume after this page: the time stamp of its last record, not
+    /// its greatest one.
+    ///
+    /// The server fixes a query's ordered ids when the query starts but reads each page's
+    /// records as they are when the page is served, as Salesforce's query locators do. A record
+    /// modified meanwhile comes with its new time stamp, later than every record the query
+    /// ordered, in the middle of the order; the page's greatest stamp would then pass records
+    /// still to be served, and records served earlier with their old values. The last record's
+    /// stamp is in the query's order, and every record modified since the query started has a
+    /// later one, so a resume (`>=`) or the next run (`>`) asks for all of them again. On a
+    /// sorted fetch that no write overlapped, the last record's stamp is the greatest, as in
+    /// Mobile Sync.
+    ///
+    /// Not covered: the page's last record itself modified while the query was paged. Its new
+    /// stamp is then out of order too, and nothing in the page tells it from a record that was
+    /// simply the newest.
+    static func sortedWatermark(_ records: [JSONObject], after newest: Int64, target: any SyncDownTarget)
+        -> Int64
+    {
+        for record in records.reversed() {
+            if let stamp = target.modificationTimeStamp(of: record) { return stamp }
+        }
+        return newest
     }
 
     /// Upserts a page by server id (clearing local flags, stamping the sync id) and saves the

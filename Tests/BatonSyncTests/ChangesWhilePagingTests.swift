@@ -1,0 +1,176 @@
+import BatonREST
+import BatonServer
+import BatonStore
+import BatonSync
+import Logging
+import SOQL
+import Synchronization
+import Testing
+
+/// A sync down target that runs `beforePage(n)` before it asks for page `n` (2, 3, …): a
+/// server-side change, or a stop, that lands while the query is being paged.
+final class ChangesWhilePaging: SyncDownTarget {
+    let inner: any SyncDownTarget
+    let pagesAsked = Mutex(0)
+    let beforePage: @Sendable (Int) async throws -> Void
+
+    init(inner: any SyncDownTarget, beforePage: @escaping @Sendable (Int) async throws -> Void) {
+        self.inner = inner
+        self.beforePage = beforePage
+    }
+
+    var json: JSONObject { inner.json }
+    var idFieldName: String { inner.idFieldName }
+    var modificationDateFieldName: String { inner.modificationDateFieldName }
+    func isSyncDownSortedByLatestModification() -> Bool { inner.isSyncDownSortedByLatestModification() }
+
+    func startFetch(maxTimeStamp: Int64, inclusive: Bool) async throws -> SyncDownPage {
+        pagesAsked.withLock { $0 = 1 }
+        return try await inner.startFetch(maxTimeStamp: maxTimeStamp, inclusive: inclusive)
+    }
+
+    func continueFetch(after page: SyncDownPage) async throws -> SyncDownPage? {
+        let number = pagesAsked.withLock { asked in
+            asked += 1
+            return asked
+        }
+        if page.next != nil { try await beforePage(number) }
+        return try await inner.continueFetch(after: page)
+    }
+
+    func startRemoteIdFetch() async throws -> RemoteIdPage { try await inner.startRemoteIdFetch() }
+    func continueRemoteIdFetch(after page: RemoteIdPage) async throws -> RemoteIdPage? {
+        try await inner.continueRemoteIdFetch(after: page)
+    }
+    func modificationTimeStamp(of record: JSONObject) -> Int64? { inner.modificationTimeStamp(of: record) }
+}
+
+struct ChangesWhilePagingFactory: SyncTargetFactory {
+    let inner: RESTTargetFactory
+    let beforePage: @Sendable (Int) async throws -> Void
+
+    func syncDownTarget(from json: JSONObject) throws -> any SyncDownTarget {
+        ChangesWhilePaging(inner: try inner.syncDownTarget(from: json), beforePage: beforePage)
+    }
+
+    func syncUpTarget(from json: JSONObject) throws -> any SyncUpTarget {
+        try inner.syncUpTarget(from: json)
+    }
+}
+
+/// The server fixes a query's ordered ids when it starts and reads each page's records when it
+/// serves the page (as Salesforce's query locators do), so a record modified meanwhile can come
+/// with a time stamp later than records the query has still to serve.
+@Suite("Sync down: records modified while the query is paged", .timeLimit(.minutes(5)))
+struct ChangesWhilePagingTests {
+    /// Six accounts in pages of two. Before page 2 is asked for, the first account (already
+    /// served with its old values) and then the third (still to be served, so it comes with its
+    /// new values and the newest stamp) are renamed on the server.
+    func renameFirstAndThird(_ client: RESTClient, _ ids: [String]) async throws {
+        _ = try await client.adminTouch(type: "Account", ids: [ids[0]], fields: ["Name": "first, renamed"])
+        _ = try await client.adminTouch(type: "Account", ids: [ids[2]], fields: ["Name": "third, renamed"])
+    }
+
+    func stamp(_ client: RESTClient, _ id: String) async throws -> Int64 {
+        let record = try #require(try await client.get(type: "Account", id: id))
+        return try #require(DateTimeLiteral.milliseconds(record["LastModifiedDate"]?.stringValue ?? ""))
+    }
+
+    func withManager(
+        _ f: SyncFixture, beforePage: @escaping @Sendable (SyncManager, Int) async throws -> Void,
+        _ body: (SyncManager) async throws -> Void
+    ) async throws {
+        var logger = Logger(label: "test.sync")
+        logger.logLevel = .warning
+        let holder = Mutex<SyncManager?>(nil)
+        let factory = ChangesWhilePagingFactory(inner: RESTTargetFactory(client: f.client)) { page in
+            guard let manager = holder.withLock({ $0 }) else { return }
+            try await beforePage(manager, page)
+        }
+        let manager = SyncManager(store: f.store, access: .unleased, targetFactory: factory, logger: logger)
+        holder.withLock { $0 = manager }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await manager.run() }
+            defer { group.cancelAll() }
+            try await body(manager)
+        }
+    }
+
+    @Test("a complete run keeps the last record's stamp, so the next run fetches what changed during it")
+    func completeRun() async throws {
+        try await withSyncFixture { f in
+            let ids = try await f.client.adminSeed(type: "Account", count: 6)
+            let touched = Mutex(false)
+            try await withManager(
+                f,
+                beforePage: { _, page in
+                    guard page == 2, !touched.withLock({ $0 }) else { return }
+                    touched.withLock { $0 = true }
+                    try await renameFirstAndThird(f.client, ids)
+                }
+            ) { manager in
+                let sync = try await manager.syncDown(
+                    target: try f.soqlTarget(batchSize: 2), soupName: "accounts", name: "accounts")
+                let done = try #require(await manager.waitForSync(id: sync.id))
+                #expect(done.status == .done)
+                #expect(touched.withLock { $0 })
+                // The third came with its new values, the first with its old ones.
+                #expect(try f.local()[ids[2]]?["Name"] == "third, renamed")
+                #expect(try f.local()[ids[0]]?["Name"] != "first, renamed")
+                // Not the third's new stamp, the newest the query was ordered by.
+                #expect(done.maxTimeStamp == (try await stamp(f.client, ids[5])))
+
+                let again = try await manager.reSync(id: sync.id)
+                let second = try #require(await manager.waitForSync(id: again.id))
+                #expect(second.status == .done)
+                #expect(second.totalSize == 2)  // the two renamed accounts
+                #expect(try f.local()[ids[0]]?["Name"] == "first, renamed")
+                #expect(try f.local().count == 6)
+            }
+        }
+    }
+
+    @Test("a run stopped after such a page resumes where the query's order says, and misses nothing")
+    func stoppedRun() async throws {
+        try await withSyncFixture { f in
+            let ids = try await f.client.adminSeed(type: "Account", count: 6)
+            let touched = Mutex(false)
+            let stopping = Mutex(true)
+            let (stopped, stopDone) = AsyncStream.makeStream(of: Void.self)
+            try await withManager(
+                f,
+                beforePage: { manager, page in
+                    if page == 2, !touched.withLock({ $0 }) {
+                        touched.withLock { $0 = true }
+                        try await renameFirstAndThird(f.client, ids)
+                    }
+                    // Stop while page 3 is asked for: pages 1 and 2 are saved, page 3 never comes.
+                    if page == 3, stopping.withLock({ $0 }) {
+                        stopping.withLock { $0 = false }
+                        await manager.stop()
+                        stopDone.finish()
+                        try Task.checkCancellation()
+                    }
+                }
+            ) { manager in
+                let sync = try await manager.syncDown(
+                    target: try f.soqlTarget(batchSize: 2), soupName: "accounts", name: "accounts")
+                for await _ in stopped {}
+                await manager.waitUntilStopped()
+                let state = try #require(try await manager.getSyncStatus(id: sync.id))
+                #expect(state.status == .stopped)
+                #expect(Set(try f.local().keys) == Set(ids.prefix(4)))
+                // The fourth account's stamp (page 2's last), not the renamed third's.
+                #expect(state.maxTimeStamp == (try await stamp(f.client, ids[3])))
+
+                _ = try await manager.restart(restartStoppedSyncs: true)
+                let final = try #require(await manager.waitForSync(id: sync.id))
+                #expect(final.status == .done)
+                let local = try f.local()
+                #expect(local.count == 6)
+                #expect(local[ids[0]]?["Name"] == "first, renamed")
+                #expect(local[ids[2]]?["Name"] == "third, renamed")
+            }
+        }
+    }
+}
