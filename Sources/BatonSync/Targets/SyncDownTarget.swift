@@ -39,7 +39,8 @@ public protocol SyncDownTarget: Sendable {
     /// The field holding the modification date (`LastModifiedDate`).
     var modificationDateFieldName: String { get }
     /// True when pages come in modification order, so `maxTimeStamp` can be saved with
-    /// every page and a stopped fetch resumes where it left off.
+    /// every page and a stopped fetch resumes where it left off. The saved mark is then the
+    /// time stamp of each page's last record, which the order makes its newest.
     func isSyncDownSortedByLatestModification() -> Bool
     /// The first page of records modified after `maxTimeStamp` (at or after it when
     /// `inclusive`; every record when it is -1).
