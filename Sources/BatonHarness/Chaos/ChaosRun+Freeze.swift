@@ -24,7 +24,7 @@ extension ChaosRun {
     /// 1-3 rounds later (``thawIfDue(round:)``).
     func freezeWriter(_ victim: Member, round: Int) async throws {
         let mark = victim.log.count
-        await victim.process?.send(SIGSTOP)
+        try await stop(victim, round: round)
         let frozenAt = ContinuousClock.now
         let peer = active.filter { $0 !== victim }.randomElement(using: &random)!
         let peerMark = peer.log.count
@@ -40,6 +40,28 @@ extension ChaosRun {
         let elapsed = ContinuousClock.now - frozenAt
         takeoverMillis.append(
             Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+    }
+
+    /// SIGSTOP, and wait until `/proc` shows the member stopped: the lifecycle change that
+    /// follows must never reach it still running. A signal that cannot be sent, or a member
+    /// that does not stop, fails the run by name rather than as a takeover that never came.
+    func stop(_ victim: Member, round: Int) async throws {
+        let pid = victim.pid
+        guard await victim.process?.send(SIGSTOP) == true else {
+            throw ChaosViolation(
+                round: round, invariant: "harness",
+                detail: "SIGSTOP could not be sent to \(victim.name) (pid \(pid))")
+        }
+        let stopped = await finishes(within: .seconds(10)) {
+            while ProcessState.of(pid) != .stopped {
+                try? await Task.sleep(for: .milliseconds(1))  // wait-ok: polling /proc, bounded
+            }
+        }
+        guard stopped else {
+            throw ChaosViolation(
+                round: round, invariant: "harness",
+                detail: "\(victim.name) (pid \(pid)) was sent SIGSTOP but /proc says \(ProcessState.of(pid))")
+        }
     }
 
     /// The `freeze-writer-in-transaction` round: the writer stops itself inside its next page's

@@ -137,6 +137,10 @@ public final class ChildProcess: Sendable {
                                     try execution.send(signal: Signal(rawValue: number))
                                     reply.resume(returning: true)
                                 } catch {
+                                    FileHandle.standardError.write(
+                                        Data(
+                                            "baton: warning: signal \(number) to \(executable): \(error)\n"
+                                                .utf8))
                                     reply.resume(returning: false)
                                 }
                             case .write(let text) where open:
