@@ -43,6 +43,9 @@ extension HeavyEndToEnd {
             #expect((figures.value(atPath: "contention.batonWritesPerSec")?.doubleValue ?? 0) > 0)
             #expect((figures.value(atPath: "contention.baselineWritesPerSec")?.doubleValue ?? 0) > 0)
             #expect((figures.value(atPath: "contention.batonP99Ms")?.doubleValue ?? 0) > 0)
+            #expect(figures.value(atPath: "contention.floorErrors")?.intValue == 0)
+            #expect((figures.value(atPath: "contention.floorWritesPerSec")?.doubleValue ?? 0) > 0)
+            #expect((figures.value(atPath: "contention.floorThroughputRatio")?.doubleValue ?? 0) > 0)
             #expect(stdout.contains("| contention, p99 write latency ms |"))
         }
 

@@ -142,8 +142,15 @@ struct BenchFigures: Encodable {
         var batonP99Ms: Double
         var baselineP99Ms: Double
         var p99Ratio: Double
+        /// The same turns taken through a bare `flock` (no heartbeat, epoch or fence): the floor
+        /// of a lease handed over by the kernel, so the most its ratios could reach on this machine.
+        var floorWritesPerSec: Double
+        var floorP99Ms: Double
+        var floorThroughputRatio: Double
+        var floorP99Ratio: Double
+        var floorErrors: Int
 
-        init(lease: ProcessBench.Contention, busy: ProcessBench.Contention) {
+        init(lease: ProcessBench.Contention, busy: ProcessBench.Contention, floor: ProcessBench.Contention) {
             batonWritesPerSec = round(lease.writesPerSec)
             baselineWritesPerSec = round(busy.writesPerSec)
             writesRatio = round(lease.writesPerSec / max(busy.writesPerSec, 1e-9), 1000)
@@ -153,6 +160,11 @@ struct BenchFigures: Encodable {
             batonP99Ms = round(lease.p99Ms, 100)
             baselineP99Ms = round(busy.p99Ms, 100)
             p99Ratio = round(lease.p99Ms / max(busy.p99Ms, 1e-9), 1000)
+            floorWritesPerSec = round(floor.writesPerSec)
+            floorP99Ms = round(floor.p99Ms, 100)
+            floorThroughputRatio = round(floor.writesPerSec / max(busy.writesPerSec, 1e-9), 1000)
+            floorP99Ratio = round(floor.p99Ms / max(busy.p99Ms, 1e-9), 1000)
+            floorErrors = floor.errors
         }
     }
 

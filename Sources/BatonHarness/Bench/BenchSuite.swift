@@ -65,9 +65,8 @@ public struct BenchSuite: Sendable {
         if wanted("contention") {
             progress("5/6 contention…")
             // Alternating runs, pooled, so a machine that slows down mid-way weighs on both sides.
-            let (lease, busy) = try await ProcessBench.alternatingContention(
-                env, runs: min(max(trials, 1), 5))
-            figures.contention = .init(lease: lease, busy: busy)
+            let runs = try await ProcessBench.alternatingContention(env, runs: min(max(trials, 1), 5))
+            figures.contention = .init(lease: runs.lease, busy: runs.busy, floor: runs.floor)
         }
         if wanted("readers") {
             progress("readers: a reader process hears of each committed page…")
@@ -152,6 +151,10 @@ public struct BenchSuite: Sendable {
             (
                 "contention",
                 "| contention, p99 write latency ms | \(v("contention.batonP99Ms")) | \(v("contention.baselineP99Ms")) | \(v("contention.p99Ratio")) |"
+            ),
+            (
+                "contention",
+                "| contention floor: the same turns through a bare kernel lock, writes/s; p99 ms | \(v("contention.floorWritesPerSec")); \(v("contention.floorP99Ms")) | ratios to the busy timeout: throughput \(v("contention.floorThroughputRatio")), p99 \(v("contention.floorP99Ratio")) | |"
             ),
             (
                 "contention",

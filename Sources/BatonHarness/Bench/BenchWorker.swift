@@ -6,13 +6,15 @@ import Foundation
 import Logging
 
 /// A child process of `baton bench` (`baton bench-worker`): one contention writer (through the
-/// lease or with a busy timeout), a reader of commits, or one sync down measured for peak RSS.
+/// lease, with a busy timeout, or taking turns through a bare kernel lock), a reader of
+/// commits, or one sync down measured for peak RSS.
 public struct BenchWorker: Sendable {
-    /// `lease`, `busy`, `reader` or `syncdown`.
+    /// `lease`, `busy`, `floor`, `reader` or `syncdown`.
     public var mode: String
     public var dir: String
     public var writes = 200
-    /// Lease mode: writes per turn, and the pause before a process asks for its next turn.
+    /// Lease and floor modes: writes per turn, and the pause before a process asks for its next
+    /// turn.
     public var burst = 2
     public var pauseMicroseconds = 300
     public var name = "w"
@@ -33,58 +35,16 @@ public struct BenchWorker: Sendable {
         let shared = try SharedDirectory(path: dir)
         let store = try SharedStore.open(directory: shared, logger: logger)
         switch mode {
-        case "lease", "busy":
+        case "lease", "busy", "floor":
             try store.registerSoup("writes", indexSpecs: [])
-            var latencies: [Double] = []
-            var errors = 0
             let lease = try WriterLease(directory: shared, store: store, name: name)
+            let floor = mode == "floor" ? try KernelLockFloor(path: dir + "/bench-floor.lock") : nil
             if waitForGo {
                 output("ready")
                 _ = readLine()
             }
-            let clock = ContinuousClock()
-            let started = clock.now
-            var index = 0
-            while index < writes {
-                // Lease mode takes turns: hold the lease for a burst of writes, release, and let
-                // another process go first. Each write's latency runs from when it was ready.
-                let ready = clock.now
-                do {
-                    if mode == "lease" {
-                        let held = try await lease.acquire()
-                        var readyAt = ready
-                        for _ in 0..<min(burst, writes - index) {
-                            let row: JSONObject = ["w": .string(name), "i": .int(Int64(index))]
-                            try await store.write(held.access) { try $0.upsert(row, into: "writes") }
-                            latencies.append(BenchStats.seconds(clock.now - readyAt) * 1000)
-                            readyAt = clock.now
-                            index += 1
-                        }
-                        lease.release(held)
-                        if pauseMicroseconds > 0 {
-                            try await Task.sleep(for: .microseconds(pauseMicroseconds))
-                        }
-                    } else {
-                        let row: JSONObject = ["w": .string(name), "i": .int(Int64(index))]
-                        try await store.writeUnleased { try $0.upsert(row, into: "writes") }
-                        latencies.append(BenchStats.seconds(clock.now - ready) * 1000)
-                        index += 1
-                    }
-                } catch {
-                    if errors == 0 {
-                        FileHandle.standardError.write(
-                            Data("baton: warning: bench worker \(name): \(error)\n".utf8))
-                    }
-                    errors += 1
-                    index += 1
-                }
-            }
-            output(
-                JSONValue.object([
-                    "writes": .int(Int64(latencies.count)), "errors": .int(Int64(errors)),
-                    "elapsedMs": .double(BenchStats.seconds(clock.now - started) * 1000),
-                    "latenciesMs": .array(latencies.map { .double(BenchStats.round($0, 1000)) }),
-                ]).jsonString)
+            let result = try await contend(store: store, lease: lease, floor: floor)
+            output(result.jsonString)
         case "reader":
             // Subscribed before it says ready: no commit after that is missed.
             var changes = try store.changes().makeAsyncIterator()
@@ -122,6 +82,70 @@ public struct BenchWorker: Sendable {
         }
     }
 
+    /// The contention loop: `writes` small writes, each timed from when it was ready to its
+    /// commit. `lease` and `floor` take turns of `burst` writes and pause before asking again;
+    /// `busy` writes one at a time and lets SQLite's busy timeout sort out who goes.
+    private func contend(store: SharedStore, lease: WriterLease, floor: KernelLockFloor?) async throws
+        -> JSONValue
+    {
+        var latencies: [Double] = []
+        var errors = 0
+        let clock = ContinuousClock()
+        let started = clock.now
+        var index = 0
+        func row() -> JSONObject { ["w": .string(name), "i": .int(Int64(index))] }
+        while index < writes {
+            let ready = clock.now
+            do {
+                if mode == "busy" {
+                    let row = row()
+                    try await store.writeUnleased { try $0.upsert(row, into: "writes") }
+                    latencies.append(BenchStats.seconds(clock.now - ready) * 1000)
+                    index += 1
+                } else {
+                    // A turn: the lease, or the floor's bare kernel lock around the same writes.
+                    let held = mode == "lease" ? try await lease.acquire() : nil
+                    if held == nil { try floor?.lock() }
+                    defer {
+                        if let held { lease.release(held) } else { floor?.unlock() }
+                    }
+                    var readyAt = ready
+                    for _ in 0..<min(burst, writes - index) {
+                        let row = row()
+                        if let held {
+                            try await store.write(held.access) { try $0.upsert(row, into: "writes") }
+                        } else {
+                            try Self.writeNow(row, store)
+                        }
+                        latencies.append(BenchStats.seconds(clock.now - readyAt) * 1000)
+                        readyAt = clock.now
+                        index += 1
+                    }
+                }
+                if mode != "busy", pauseMicroseconds > 0 {
+                    try await Task.sleep(for: .microseconds(pauseMicroseconds))
+                }
+            } catch {
+                if errors == 0 {
+                    FileHandle.standardError.write(
+                        Data("baton: warning: bench worker \(name): \(error)\n".utf8))
+                }
+                errors += 1
+                index += 1
+            }
+        }
+        return JSONValue.object([
+            "writes": .int(Int64(latencies.count)), "errors": .int(Int64(errors)),
+            "elapsedMs": .double(BenchStats.seconds(clock.now - started) * 1000),
+            "latenciesMs": .array(latencies.map { .double(BenchStats.round($0, 1000)) }),
+        ])
+    }
+
+    /// A write on this thread (the floor's turn, like a lease turn, does not hop to GRDB's queue).
+    private static func writeNow(_ row: JSONObject, _ store: SharedStore) throws {
+        try store.writeUnleased { try $0.upsert(row, into: "writes") }
+    }
+
     /// `VmHWM` from /proc/self/status, in KiB.
     static func peakResidentKiB() -> Int {
         let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
@@ -130,4 +154,31 @@ public struct BenchWorker: Sendable {
         }
         return 0
     }
+}
+
+/// The floor of any lease that hands the store over through the kernel: a bare `flock` on a
+/// lock file of its own, taken and let go around a turn's writes (no heartbeat, no epoch, no
+/// fence, no wait set up beside the kernel's). It blocks its thread while it waits, which only
+/// a bench worker, with nothing else to run, can afford.
+final class KernelLockFloor: Sendable {
+    private let fd: Int32
+
+    init(path: String) throws {
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw CLIError(message: "cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    deinit { close(fd) }
+
+    func lock() throws {
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else {
+                throw CLIError(message: "flock: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    func unlock() { _ = flock(fd, LOCK_UN) }
 }

@@ -2,7 +2,8 @@ import BatonStore
 import Foundation
 
 /// Scenarios that need separate processes: contention (8 writers through the lease vs. 8
-/// writing directly with a busy timeout) and memory (peak RSS of a sync down, small vs. large).
+/// writing directly with a busy timeout, and 8 taking the same turns through a bare kernel
+/// lock) and memory (peak RSS of a sync down, small vs. large).
 struct ProcessBench {
     struct Contention {
         var writesPerSec: Double
@@ -10,13 +11,14 @@ struct ProcessBench {
         var errors: Int
     }
 
-    /// `runs` lease runs and `runs` busy-timeout runs, alternating; latencies pooled per mode.
+    /// `runs` runs of each mode (the lease, the busy timeout, the bare kernel lock), alternating;
+    /// latencies pooled per mode.
     static func alternatingContention(_ env: BenchEnvironment, runs: Int) async throws -> (
-        Contention, Contention
+        lease: Contention, busy: Contention, floor: Contention
     ) {
         var pooled: [String: (latencies: [Double], errors: Int, seconds: Double)] = [:]
         for _ in 0..<runs {
-            for mode in ["lease", "busy"] {
+            for mode in ["lease", "busy", "floor"] {
                 let run = try await contentionRun(env, mode: mode)
                 pooled[mode, default: ([], 0, 0)].latencies += run.latencies
                 pooled[mode, default: ([], 0, 0)].errors += run.errors
@@ -29,7 +31,7 @@ struct ProcessBench {
                 writesPerSec: Double(run.latencies.count) / max(run.seconds, 1e-9),
                 p99Ms: BenchStats.percentile(run.latencies, 99), errors: run.errors)
         }
-        return (summary("lease"), summary("busy"))
+        return (summary("lease"), summary("busy"), summary("floor"))
     }
 
     /// One run: every worker sets up (store, soup, lease) and says it is ready; the clock starts
