@@ -550,14 +550,13 @@ final class LeaseChanges: Sendable {
     /// Returns once there were more than `seen` changes, after `timeout`, or on cancellation,
     /// whichever comes first.
     func wait(after seen: Int, timeout: Duration) async {
-        let timer = Task { [self] in
-            do {
-                try await Task.sleep(for: timeout)
-                ring()
-            } catch {
-                // Cancelled: the wait ended first.
-            }
-        }
+        // A dispatch timer, not a sleeping task: every contended turn of the lease waits once,
+        // and a task would cost two more jobs on the cooperative pool (its start, and its wake-up
+        // when cancelled).
+        let timer = DispatchWorkItem { [self] in ring() }
+        let (seconds, attoseconds) = timeout.components
+        let nanos = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanos)), execute: timer)
         defer { timer.cancel() }
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
