@@ -70,8 +70,11 @@ extension HeavyEndToEnd {
         @Test("a tiny stop deadline interrupts page saves six times over; every record arrives")
         func tinyStopDeadline() async throws {
             let f = try await CoordinatorFixture(records: 20_000)
+            // Paced, so the host cannot save several pages between two of the steps below: on a
+            // quiet machine it used to finish its 10 pages before the third flip.
+            try await f.client.adminSetFaults(["latencyMs": 30])
             try await f.start(
-                "host", role: "host", lifecycle: "foreground", batchSize: 2000,
+                "host", role: "host", lifecycle: "foreground", batchSize: 1000,
                 extra: ["--stop-deadline", "0.001"])
             var flips = 0
             while flips < 6 {
