@@ -341,8 +341,10 @@ public final class SharedStore: Sendable {
     /// A passive WAL checkpoint: copies what it can without waiting for readers.
     public func checkpoint() throws {
         do {
-            _ = try pool.writeWithoutTransaction { db in try db.checkpoint(.passive) }
-            checkpoints.checkpointed()
+            let result = try pool.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+            checkpoints.checkpointed(
+                walFrames: CInt(clamping: result.walFrameCount),
+                copied: CInt(clamping: result.checkpointedFrameCount))
         } catch let error as DatabaseError {
             throw StoreError.from(error, context: "checkpointing")
         }

@@ -10,13 +10,29 @@ import Synchronization
 /// wait (up to ``limitWhileHeld`` frames, so a long-held lease does not grow the WAL without
 /// bound) and run right after the release, when nobody waits for them; without the lease they
 /// run as SQLite's would.
+///
+/// A release checkpoints only when ``threshold`` frames were added since the WAL was last
+/// copied back, as this process saw it. The WAL's size alone is no measure: a checkpoint after the
+/// release runs while the next holder writes, so it rarely finishes the WAL, and the WAL starts
+/// over only when a writer finds it finished. Under contention it then stays above the threshold
+/// until the held limit, and a release that went by its size ran a checkpoint (two fsyncs) every
+/// turn of the lease.
 final class WALCheckpoints: Sendable {
     /// Frames at which a commit checkpoints, as SQLite's default.
     static let threshold: CInt = 1000
     /// Frames past which a commit checkpoints even while the lease is held.
     static let limitWhileHeld: CInt = 8 * threshold
 
-    private let state = Mutex<(holds: Int, frames: CInt)>((0, 0))
+    private struct State {
+        var holds = 0
+        /// Frames in the WAL after this process's last commit.
+        var frames: CInt = 0
+        /// Frames copied back into the database by this process's last checkpoint (0 once the
+        /// WAL started over).
+        var backfilled: CInt = 0
+    }
+
+    private let state = Mutex(State())
 
     /// Installs the rule on a connection, in place of SQLite's automatic checkpoint.
     func install(on db: Database) {
@@ -33,14 +49,20 @@ final class WALCheckpoints: Sendable {
             if checkpoints.committed(frames: frames) {
                 // Passive: copies what it can without waiting; a checkpoint running elsewhere
                 // (SQLITE_BUSY) is doing the same work.
-                _ = sqlite3_wal_checkpoint_v2(connection, name, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+                var walFrames: CInt = -1
+                var copied: CInt = -1
+                let code = sqlite3_wal_checkpoint_v2(
+                    connection, name, SQLITE_CHECKPOINT_PASSIVE, &walFrames, &copied)
+                if code == SQLITE_OK { checkpoints.checkpointed(walFrames: walFrames, copied: copied) }
             }
             return SQLITE_OK
         }
 
     /// Records the WAL's size after a commit; true when that commit should checkpoint now.
-    private func committed(frames: CInt) -> Bool {
+    func committed(frames: CInt) -> Bool {
         state.withLock { state in
+            // Fewer frames than were copied back: the WAL started over since.
+            if frames < state.backfilled { state.backfilled = 0 }
             state.frames = frames
             return frames >= (state.holds > 0 ? Self.limitWhileHeld : Self.threshold)
         }
@@ -51,16 +73,22 @@ final class WALCheckpoints: Sendable {
         state.withLock { $0.holds += 1 }
     }
 
-    /// Ends one ``hold()``; true when none is left and the WAL is due a checkpoint.
+    /// Ends one ``hold()``; true when none is left and ``threshold`` frames were added to the
+    /// WAL since it was last copied back.
     func release() -> Bool {
         state.withLock { state in
             state.holds = max(0, state.holds - 1)
-            return state.holds == 0 && state.frames >= Self.threshold
+            return state.holds == 0 && state.frames - state.backfilled >= Self.threshold
         }
     }
 
-    /// Forgets the size seen, after a checkpoint.
-    func checkpointed() {
-        state.withLock { $0.frames = 0 }
+    /// Records a checkpoint's outcome: the WAL's frames, and how many of them are now in the
+    /// database file (SQLite's `pnLog` and `pnCkpt`; -1 when it did not say).
+    func checkpointed(walFrames: CInt, copied: CInt) {
+        guard walFrames >= 0, copied >= 0 else { return }
+        state.withLock { state in
+            state.frames = walFrames
+            state.backfilled = copied
+        }
     }
 }

@@ -1,6 +1,7 @@
-import BatonStore
 import Foundation
 import Testing
+
+@testable import BatonStore
 
 @Suite("WAL checkpoints")
 struct CheckpointTests {
@@ -44,5 +45,51 @@ struct CheckpointTests {
         #expect(try store.count(in: "s") == 2500)
         store.releaseCheckpoints()
         #expect(try fileSize(store) > before + 1_000_000)
+    }
+
+    @Test(
+        "a release checkpoints once a threshold of frames was added since the last copy back, not on every turn of a WAL that could not start over"
+    )
+    func releaseCountsFramesSinceTheLastCopy() {
+        let rule = WALCheckpoints()
+        let threshold = WALCheckpoints.threshold
+        // A holding writes 1,500 frames: below the held limit, so its commits leave them.
+        rule.hold()
+        #expect(!rule.committed(frames: 1_500))
+        #expect(rule.release())
+        // The checkpoint after the release ran while the next holder wrote: it copied what it
+        // could, and the WAL did not start over.
+        rule.checkpointed(walFrames: 1_520, copied: 1_500)
+        // The next turns add a few frames each: no checkpoint, although the WAL is over the
+        // threshold (the old rule went by its size and checkpointed every one of them).
+        for frames in stride(from: CInt(1_526), to: 1_500 + threshold, by: 6) {
+            rule.hold()
+            #expect(!rule.committed(frames: frames))
+            #expect(!rule.release(), "frames \(frames)")
+        }
+        // A threshold's worth since the copy: due again.
+        rule.hold()
+        #expect(!rule.committed(frames: 1_500 + threshold))
+        #expect(rule.release())
+        // A checkpoint that did not say (SQLITE_BUSY elsewhere) changes nothing: still due.
+        rule.checkpointed(walFrames: -1, copied: -1)
+        rule.hold()
+        #expect(rule.release())
+    }
+
+    @Test("a WAL that started over counts from its start; the held limit still checkpoints in the commit")
+    func walStartedOver() {
+        let rule = WALCheckpoints()
+        rule.checkpointed(walFrames: 3_000, copied: 3_000)
+        rule.hold()
+        // Fewer frames than were copied: the WAL started over (another process's writer).
+        #expect(!rule.committed(frames: 1_200))
+        #expect(rule.release())
+        // Without a hold, SQLite's own rule: its size.
+        #expect(rule.committed(frames: WALCheckpoints.threshold))
+        // While held, the commit itself checkpoints at the held limit.
+        rule.hold()
+        #expect(rule.committed(frames: WALCheckpoints.limitWhileHeld))
+        #expect(!rule.committed(frames: WALCheckpoints.limitWhileHeld - 1) && rule.release())
     }
 }
