@@ -1,7 +1,7 @@
 import BatonCoordinator
 import BatonREST
 import BatonServer
-@_spi(Faults) import BatonStore
+import BatonStore
 import BatonSync
 import BatonTestSupport
 import Foundation
@@ -82,8 +82,8 @@ struct HandOverFaultSweepTests {
                 events.contains { $0["event"] == "sync" && ($0["progress"]?.intValue ?? 0) > 0 }
             }
 
-            let start = faulted.faults.writeCount
-            if let (write, kind) = fault { faulted.faults.failWrite(write, with: kind) }
+            let start = faulted.injected.writeCount
+            if let (write, kind) = fault { faulted.injected.failWrite(write, with: kind) }
             try LifecycleSignal.write(.background, directory: shared, name: "ext")
             try LifecycleSignal.write(.foreground, directory: shared, name: "host")
             let settled = try await waitForLog(
@@ -97,7 +97,7 @@ struct HandOverFaultSweepTests {
                 }
             }
             if !settled { violations.append("the host never finished its sync after taking over") }
-            count = faulted.faults.writeCount - start
+            count = faulted.injected.writeCount - start
             host.shutdown()
             ext.shutdown()
             try await group.waitForAll()

@@ -1,5 +1,7 @@
 import BatonCoordinator
 import BatonStore
+import Foundation
+import Logging
 import Testing
 
 @Suite("Hand-over state machine (no I/O)")
@@ -125,11 +127,19 @@ struct LeaseAuditTests {
 }
 
 extension WriterLease.Held {
+    /// A store the holdings below name (never written through).
+    static let testingStore: SharedStore = {
+        let path = FileManager.default.temporaryDirectory.path + "/baton-testing-\(getpid())"
+        // swift-format-ignore: NeverUseForceTry
+        return try! SharedStore.open(directory: SharedDirectory(path: path), logger: Logger(label: "test"))
+    }()
+
     /// A holding of `epoch` for the pure state-machine tests (never written through).
     static func testing(_ epoch: Int64, takenOver: Int64? = nil) -> WriterLease.Held {
         WriterLease.Held(
             fence: LeaseFence(
-                epoch: epoch, holder: "test", pid: 1, granted: 0, previous: epoch - 1, closing: nil,
+                store: testingStore, epoch: epoch, holder: "test", pid: 1, granted: 0, previous: epoch - 1,
+                closing: nil,
                 stillHeld: { true }),
             takeover: takenOver.map {
                 WriterLease.Takeover(

@@ -1,4 +1,4 @@
-@_spi(Faults) import BatonCoordinator
+import BatonCoordinator
 import BatonStore
 import BatonTestSupport
 import Foundation

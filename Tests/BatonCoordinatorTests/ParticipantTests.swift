@@ -1,7 +1,7 @@
 import BatonCoordinator
 import BatonREST
 import BatonServer
-@_spi(Faults) import BatonStore
+import BatonStore
 import BatonSync
 import BatonTestSupport
 import Foundation
@@ -55,9 +55,8 @@ struct TestParticipant {
         logger: Logger, batchSize: Int, retryDelay: Duration = .milliseconds(500),
         maxRetryDelay: Duration = .seconds(30)
     ) throws {
-        store = try SharedStore.open(directory: shared, logger: logger)
-        manager = SyncManager(
-            store: store, access: .none, targetFactory: RESTTargetFactory(client: client), logger: logger)
+        store = try SharedStore.open(directory: shared, faults: StorageFaults(), logger: logger)
+        manager = SyncManager(store: store, targetFactory: RESTTargetFactory(client: client), logger: logger)
         let target = try SoqlSyncDownTarget(
             client: client, query: "SELECT Id, Name FROM Account", batchSize: batchSize)
         let configuration = ParticipantConfiguration(
@@ -131,7 +130,7 @@ struct ParticipantTests {
 
         let store = try SharedStore.open(directory: shared, logger: quiet)
         let manager = SyncManager(
-            store: store, access: .none, targetFactory: RESTTargetFactory(client: client), logger: quiet)
+            store: store, targetFactory: RESTTargetFactory(client: client), logger: quiet)
         let target = try SoqlSyncDownTarget(
             client: client, query: "SELECT Id, Name FROM Account", batchSize: 10)
         let participant = try Participant(
@@ -182,9 +181,9 @@ struct StaleHoldingTests {
             "host", role: .host, .foreground, shared: shared, client: client, logger: quiet, batchSize: 10)
         // Just before the holding's first write: another process (its lock on a writer.lock that
         // was replaced meanwhile) records the next epoch, as in a chaos run's junk burst.
-        let intruder = try SharedStore.open(directory: shared, logger: quiet)
-        host.store.faults.beforeWrite(1) {
-            _ = try? intruder.writeUnleased { try $0.beginLeaseEpoch(name: "intruder", pid: 1) }
+        let intruder = try UnfencedStore.open(directory: shared, logger: quiet)
+        host.store.injected.beforeWrite(1) {
+            _ = try? intruder.write { try $0.beginLeaseEpoch(name: "intruder", pid: 1) }
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await host.participant.run() }
@@ -200,11 +199,11 @@ struct StaleHoldingTests {
             host.participant.shutdown()
             try await group.waitForAll()
         }
-        let history = try await intruder.read { try $0.leaseHistory() }
+        let history = try await intruder.store.read { try $0.leaseHistory() }
         // The stale holding never recorded; the intruder's epoch did; the host's next one did.
         #expect(history.map(\.name) == ["intruder", "host"])
         #expect(LeaseAudit.check(history) == [])
-        #expect(try intruder.count(in: "accounts") == 20)
+        #expect(try intruder.store.count(in: "accounts") == 20)
         try intruder.close()
         await server.stop()
         withExtendedLifetime(bed) {}

@@ -264,9 +264,10 @@ struct LeaseTakeoverTests {
         #expect(try lock.tryLock())
         let previous = try store.read { try $0.leaseEpoch() }
         let fence = LeaseFence(
-            epoch: previous + 1, holder: "frozen", pid: getpid(), granted: WallClock.nowMillis(),
+            store: store, epoch: previous + 1, holder: "frozen", pid: getpid(),
+            granted: WallClock.nowMillis(),
             previous: previous, closing: nil, stillHeld: { lock.isStillAtPath })
-        if recorded { try store.write(.lease(fence)) { try $0.registerSoup("frozen", indexSpecs: []) } }
+        if recorded { try store.write(fence) { try $0.registerSoup("frozen", indexSpecs: []) } }
         let age = UInt64(beatAge.components.seconds) * 1_000_000_000
         let record = HeartbeatRecord(
             pid: getpid(), epoch: fence.epoch, beat: MonotonicClock.nanos() - age, termMillis: 200)
@@ -288,7 +289,7 @@ struct LeaseTakeoverTests {
         let history = try await store.read { try $0.leaseHistory() }
         #expect(history.map(\.releaseKind) == ["taken-over", nil])
         #expect(throws: StoreError.self) {
-            try store.write(.lease(fence)) { try $0.registerSoup("late", indexSpecs: []) }
+            try store.write(fence) { try $0.registerSoup("late", indexSpecs: []) }
         }
         // The taker's heartbeat is in the lock file, naming its epoch.
         let record = HeartbeatRecord.read(at: shared.writerLockPath)
@@ -311,11 +312,11 @@ struct LeaseTakeoverTests {
         #expect(held.takeover?.epoch == fence.epoch)
         #expect(HeartbeatRecord.read(at: shared.writerLockPath)?.takenOver == fence.epoch)
         #expect {
-            try store.write(.lease(fence)) { try $0.registerSoup("late", indexSpecs: []) }
+            try store.write(fence) { try $0.registerSoup("late", indexSpecs: []) }
         } throws: { ($0 as? StoreError)?.code == .staleEpoch }
         #expect(!fence.isRecorded)
         #expect(try await store.read { try $0.leaseHistory() }.map(\.epoch) == [held.epoch])
-        try await store.write(held.access) { try $0.registerSoup("taker", indexSpecs: []) }
+        try await store.write(held.fence) { try $0.registerSoup("taker", indexSpecs: []) }
         taker.release(held)
         old.unlock()
     }
@@ -341,7 +342,7 @@ struct LeaseTakeoverTests {
     func liveHolderIsNotTakenOver() async throws {
         let holder = try WriterLease(directory: shared, store: store, name: "live", term: .milliseconds(200))
         let held = try await holder.acquire()
-        try await store.write(held.access) { try $0.registerSoup("live", indexSpecs: []) }
+        try await store.write(held.fence) { try $0.registerSoup("live", indexSpecs: []) }
         let waiter = try WriterLease(
             directory: shared, store: store, name: "waiter", term: .milliseconds(200))
         await #expect(throws: CoordinatorError.self) {
@@ -353,7 +354,7 @@ struct LeaseTakeoverTests {
         let next = try await waiting.value
         #expect(next.takeover == nil)
         #expect(next.epoch == held.epoch + 1)
-        try await store.write(next.access) { try $0.registerSoup("waiter", indexSpecs: []) }
+        try await store.write(next.fence) { try $0.registerSoup("waiter", indexSpecs: []) }
         waiter.release(next)
         let history = try LeaseHistory.read(store: store, directory: shared)
         #expect(history.map(\.releaseKind) == ["released", "released"])
@@ -383,11 +384,12 @@ struct LeaseTakeoverTests {
         #expect(try lock.tryLock())
         try FileManager.default.removeItem(atPath: shared.writerLockPath)
         let fence = LeaseFence(
-            epoch: 1, holder: "late", pid: getpid(), granted: WallClock.nowMillis(), previous: 0,
+            store: store, epoch: 1, holder: "late", pid: getpid(), granted: WallClock.nowMillis(),
+            previous: 0,
             closing: nil,
             stillHeld: { lock.isStillAtPath })
         #expect(throws: StoreError.self) {
-            try store.write(.lease(fence)) { try $0.registerSoup("late", indexSpecs: []) }
+            try store.write(fence) { try $0.registerSoup("late", indexSpecs: []) }
         }
         #expect(try store.read { try $0.leaseEpoch() } == 0)
         lock.unlock()
@@ -401,7 +403,7 @@ struct LeaseTakeoverTests {
         let b = try WriterLease(directory: shared, store: store, name: "b", term: .milliseconds(200))
         let c = try WriterLease(directory: shared, store: store, name: "c", term: .milliseconds(200))
         let first = try await a.acquire()
-        try await store.write(first.access) { try $0.registerSoup("a", indexSpecs: []) }
+        try await store.write(first.fence) { try $0.registerSoup("a", indexSpecs: []) }
         a.release(first)
         // Released, but only the lock file says so yet.
         #expect(try await store.read { try $0.leaseHistory() }.last?.released == nil)
@@ -414,7 +416,7 @@ struct LeaseTakeoverTests {
         b.release(second)
         let third = try await c.acquire()
         #expect(third.epoch == second.epoch + 1, "an epoch taken without writing is not reused")
-        try await store.write(third.access) { try $0.registerSoup("c", indexSpecs: []) }
+        try await store.write(third.fence) { try $0.registerSoup("c", indexSpecs: []) }
         let history = try await store.read { try $0.leaseHistory() }
         #expect(history.map(\.epoch) == [first.epoch, third.epoch])
         #expect(history.first?.releaseKind == "released")

@@ -31,7 +31,7 @@ struct WriterLeaseTests {
             let newcomer = try lease("newcomer")
             let got = try await newcomer.acquire(deadline: .now + .seconds(20))
             #expect(got.epoch > epoch)
-            try await store.write(got.access) { try $0.registerSoup("newcomer", indexSpecs: []) }
+            try await store.write(got.fence) { try $0.registerSoup("newcomer", indexSpecs: []) }
             newcomer.release(got)
         }
     }
@@ -44,13 +44,13 @@ struct WriterLeaseTests {
         let first = try f.lease("a")
         let second = try f.lease("b")
         let held = try await first.acquire()
-        try await f.store.write(held.access) { try $0.registerSoup("a", indexSpecs: []) }
+        try await f.store.write(held.fence) { try $0.registerSoup("a", indexSpecs: []) }
         #expect(try second.tryAcquire() == nil)
         let waiting = Task { try await second.acquire() }
         first.release(held)
         let next = try await waiting.value
         #expect(next.epoch == held.epoch + 1)
-        try await f.store.write(next.access) { try $0.registerSoup("b", indexSpecs: []) }
+        try await f.store.write(next.fence) { try $0.registerSoup("b", indexSpecs: []) }
         let history = try await f.store.read { try $0.leaseHistory() }
         #expect(history.map(\.name) == ["a", "b"])
         #expect(history.first?.releaseKind == "released")
@@ -75,7 +75,7 @@ struct WriterLeaseTests {
         let f = try Fixture()
         let first = try f.lease("a")
         let held = try await first.acquire()
-        try await f.store.write(held.access) { try $0.registerSoup("a", indexSpecs: []) }
+        try await f.store.write(held.fence) { try $0.registerSoup("a", indexSpecs: []) }
         let second = try f.lease("b")
         let waiting = Task { try await second.acquire() }
         waiting.cancel()

@@ -6,10 +6,10 @@ import Testing
 @Suite("WAL checkpoints")
 struct CheckpointTests {
     /// Writes about 2,500 WAL frames (pages) of new records, 50 records per transaction.
-    func writePages(_ store: SharedStore) throws {
+    func writePages(_ unfenced: UnfencedStore) throws {
         let filler = String(repeating: "x", count: 3000)
         for batch in 0..<50 {
-            try store.writeUnleased { transaction in
+            try unfenced.write { transaction in
                 for index in 0..<50 {
                     try transaction.upsert(
                         ["n": .int(Int64(batch * 50 + index)), "f": .string(filler)], into: "s")
@@ -26,9 +26,9 @@ struct CheckpointTests {
     @Test("without a hold, commits checkpoint as SQLite's own rule does (the database file grows)")
     func checkpointsByDefault() throws {
         let fixture = try StoreFixture()
-        try fixture.store.registerSoup("s", indexSpecs: [])
+        try fixture.unfenced.registerSoup("s", indexSpecs: [])
         let before = try fileSize(fixture.store)
-        try writePages(fixture.store)
+        try writePages(fixture.unfenced)
         #expect(try fileSize(fixture.store) > before + 1_000_000)
     }
 
@@ -36,10 +36,11 @@ struct CheckpointTests {
     func heldUntilRelease() throws {
         let fixture = try StoreFixture()
         let store = fixture.store
-        try store.registerSoup("s", indexSpecs: [])
+        let unfenced = fixture.unfenced
+        try unfenced.registerSoup("s", indexSpecs: [])
         let before = try fileSize(store)
         store.holdCheckpoints()
-        try writePages(store)
+        try writePages(fixture.unfenced)
         // Everything is still in the WAL: the database file has not been written.
         #expect(try fileSize(store) == before)
         #expect(try store.count(in: "s") == 2500)

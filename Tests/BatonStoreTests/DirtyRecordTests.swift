@@ -24,10 +24,11 @@ struct DirtyRecordTests {
     func findDirty() throws {
         let fixture = try StoreFixture()
         let store = fixture.store
-        try store.registerSoup("contacts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
-        let clean = try store.upsertUnleased(LocalFlags.clean(["Id": "1"], syncId: 1), into: "contacts")
-        let created = try store.upsertUnleased(LocalFlags.markCreated(["Name": "new"]), into: "contacts")
-        let deleted = try store.upsertUnleased(LocalFlags.markDeleted(["Id": "2"]), into: "contacts")
+        let unfenced = fixture.unfenced
+        try unfenced.registerSoup("contacts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
+        let clean = try unfenced.upsert(LocalFlags.clean(["Id": "1"], syncId: 1), into: "contacts")
+        let created = try unfenced.upsert(LocalFlags.markCreated(["Name": "new"]), into: "contacts")
+        let deleted = try unfenced.upsert(LocalFlags.markDeleted(["Id": "2"]), into: "contacts")
         let dirty = try store.read { try $0.dirtyEntries(in: "contacts") }
         #expect(Set(dirty.map(\.entryId)) == [created.entryId, deleted.entryId])
         #expect(

@@ -12,7 +12,7 @@ struct IndexColumnTests {
     /// `Fixtures/BeforeIndexColumns`: a store made by `baton store` before index columns (soups
     /// `accounts`, with string, integer, floating, nested, json1 and boolean paths, local edits,
     /// a record with no Id; and `notes`), and the entry ids its queries returned then.
-    static func fixture() throws -> (TemporaryDirectory, SharedStore, JSONValue) {
+    static func fixture() throws -> (TemporaryDirectory, UnfencedStore, JSONValue) {
         let folder = try #require(Bundle.module.url(forResource: "Fixtures", withExtension: nil))
             .appendingPathComponent("BeforeIndexColumns")
         let temp = try TemporaryDirectory()
@@ -21,8 +21,9 @@ struct IndexColumnTests {
             atPath: folder.appendingPathComponent("store.sqlite").path, toPath: directory.storePath)
         let expected = try JSONValue(
             parsing: try Data(contentsOf: folder.appendingPathComponent("expected.json")))
-        let store = try SharedStore.open(directory: directory, create: false, logger: Logger(label: "test"))
-        return (temp, store, expected)
+        let unfenced = try UnfencedStore.open(
+            directory: directory, create: false, logger: Logger(label: "test"))
+        return (temp, unfenced, expected)
     }
 
     /// A query of the fixture's answers file: `{"exact": [path, value]}` and the like.
@@ -46,7 +47,8 @@ struct IndexColumnTests {
 
     @Test("a store written before index columns is migrated in place and gives the same answers")
     func migratesFixture() throws {
-        let (temp, store, expected) = try Self.fixture()
+        let (temp, unfenced, expected) = try Self.fixture()
+        let store = unfenced.store
         _ = temp
         let cases = try #require(expected.value(atPath: "queries")?.arrayValue)
         #expect(cases.count >= 15)
@@ -81,9 +83,10 @@ struct IndexColumnTests {
 
     @Test("after the migration, writes fill the columns: an upsert by Id finds a migrated record")
     func writesAfterMigration() throws {
-        let (temp, store, _) = try Self.fixture()
+        let (temp, unfenced, _) = try Self.fixture()
+        let store = unfenced.store
         _ = temp
-        let entry = try store.writeUnleased { transaction in
+        let entry = try unfenced.write { transaction in
             try transaction.upsert(
                 ["Id": "001C", "Name": "Crane 2", "Number__c": 31, "Owner": ["Name": "Wu"]], into: "accounts",
                 externalIdPath: "Id")
@@ -101,11 +104,11 @@ struct IndexColumnTests {
     @Test("a spec added to a soup with records gets its column filled from them")
     func addedSpec() throws {
         let f = try StoreFixture()
-        try f.store.registerSoup("s", indexSpecs: [IndexSpec(path: "a", type: .string)])
-        try f.store.writeUnleased { transaction in
+        try f.unfenced.registerSoup("s", indexSpecs: [IndexSpec(path: "a", type: .string)])
+        try f.unfenced.write { transaction in
             try transaction.upsert([["a": "x", "n": 1], ["a": "y", "n": 2, "o": ["p": true]]], into: "s")
         }
-        try f.store.registerSoup(
+        try f.unfenced.registerSoup(
             "s", indexSpecs: [IndexSpec(path: "n", type: .integer), IndexSpec(path: "o.p", type: .integer)])
         #expect(try f.store.query(SoupQuery(where: [.exact("n", 2)]), in: "s").map(\.entryId) == [2])
         #expect(try f.store.query(SoupQuery(where: [.exact("o.p", true)]), in: "s").map(\.entryId) == [2])
@@ -114,7 +117,8 @@ struct IndexColumnTests {
 
     @Test("queries by indexed path, range, IN and order use an index, on a new soup and a migrated one")
     func queryPlans() throws {
-        let (temp, store, _) = try Self.fixture()
+        let (temp, unfenced, _) = try Self.fixture()
+        let store = unfenced.store
         _ = temp
         let queries: [(String, SoupQuery)] = [
             ("exact", SoupQuery(where: [.exact("Id", "001A")])),
@@ -126,7 +130,7 @@ struct IndexColumnTests {
             ("order", SoupQuery(orderBy: [.init("Rating__c", ascending: false)])),
         ]
         let fresh = try StoreFixture()
-        try fresh.store.registerSoup(
+        try fresh.unfenced.registerSoup(
             "accounts",
             indexSpecs: [
                 IndexSpec(path: "Id", type: .string), IndexSpec(path: "Number__c", type: .integer),

@@ -1,4 +1,4 @@
-@_spi(Faults) import BatonStore
+import BatonStore
 import Foundation
 import Testing
 
@@ -6,11 +6,13 @@ import Testing
 struct LeaseRecordTests {
     /// A holding as a lease grants it: `epoch` over the store's `previous`.
     static func fence(
-        _ epoch: Int64, over previous: Int64, holder: String = "host", pid: Int32 = getpid(),
+        _ store: SharedStore, _ epoch: Int64, over previous: Int64, holder: String = "host",
+        pid: Int32 = getpid(),
         closing: LeaseClosing? = nil, stillHeld: @escaping @Sendable () -> Bool = { true }
     ) -> LeaseFence {
         LeaseFence(
-            epoch: epoch, holder: holder, pid: pid, granted: WallClock.nowMillis(), previous: previous,
+            store: store, epoch: epoch, holder: holder, pid: pid, granted: WallClock.nowMillis(),
+            previous: previous,
             closing: closing, stillHeld: stillHeld)
     }
 
@@ -18,22 +20,24 @@ struct LeaseRecordTests {
     func epochsAndFencing() throws {
         let fixture = try StoreFixture()
         let store = fixture.store
-        try store.registerSoup("s", indexSpecs: [])
-        let first = Self.fence(1, over: 0, pid: 1)
-        try store.write(.lease(first)) { try $0.upsert(["a": 1], into: "s") }
+        let unfenced = fixture.unfenced
+        try unfenced.registerSoup("s", indexSpecs: [])
+        let first = Self.fence(store, 1, over: 0, pid: 1)
+        try store.write(first) { try $0.upsert(["a": 1], into: "s") }
         #expect(first.isRecorded)
         // The holder dies without releasing; the next holder's first write closes its interval.
-        let second = Self.fence(2, over: 1, holder: "ext", pid: 2)
-        try store.write(.lease(second)) { try $0.upsert(["a": 2], into: "s") }
+        let second = Self.fence(store, 2, over: 1, holder: "ext", pid: 2)
+        try store.write(second) { try $0.upsert(["a": 2], into: "s") }
         #expect {
-            try store.write(.lease(first)) { try $0.upsert(["a": 3], into: "s") }
+            try store.write(first) { try $0.upsert(["a": 3], into: "s") }
         } throws: { ($0 as? StoreError)?.code == .staleEpoch }
         #expect(try store.count(in: "s") == 2)
         // The third holder learned from the lock file that the second let go, and when.
         let releasedAt = WallClock.nowMillis()
         let third = Self.fence(
-            3, over: 2, holder: "host", closing: LeaseClosing(epoch: 2, at: releasedAt, kind: .released))
-        try store.write(.lease(third)) { try $0.upsert(["a": 4], into: "s") }
+            store, 3, over: 2, holder: "host",
+            closing: LeaseClosing(epoch: 2, at: releasedAt, kind: .released))
+        try store.write(third) { try $0.upsert(["a": 4], into: "s") }
         let history = try store.read { try $0.leaseHistory() }
         #expect(history.map(\.epoch) == [1, 2, 3])
         #expect(history.map(\.releaseKind) == ["taken-over", "released", nil])
@@ -45,24 +49,25 @@ struct LeaseRecordTests {
     func holdingRecordedByFirstWrite() throws {
         let fixture = try StoreFixture()
         let store = fixture.store
-        try store.registerSoup("s", indexSpecs: [])
+        let unfenced = fixture.unfenced
+        try unfenced.registerSoup("s", indexSpecs: [])
         func snapshot() throws -> (Int64, Int, Int) {
             try store.read {
                 (try $0.changeSequence(), try $0.commitLog().count, try $0.leaseHistory().count)
             }
         }
         let before = try snapshot()
-        let fence = Self.fence(1, over: 0)
+        let fence = Self.fence(store, 1, over: 0)
         // Granting writes nothing.
         #expect(try snapshot() == before)
         #expect(!fence.isRecorded)
-        try store.write(.lease(fence)) { try $0.upsert(["a": 1], into: "s") }
+        try store.write(fence) { try $0.upsert(["a": 1], into: "s") }
         let after = try snapshot()
         // One commit: the data and the holding together.
         #expect(after == (before.0 + 1, before.1 + 1, before.2 + 1))
         #expect(try store.read { try $0.leaseEpoch() } == 1)
         #expect(try store.read { try $0.commitLog().last?.fencedEpoch } == 1)
-        try store.write(.lease(fence)) { try $0.upsert(["a": 2], into: "s") }
+        try store.write(fence) { try $0.upsert(["a": 2], into: "s") }
         #expect(try store.read { try $0.leaseHistory().count } == before.2 + 1)
     }
 
@@ -71,25 +76,22 @@ struct LeaseRecordTests {
     func unrecordedHoldingFenced() throws {
         let fixture = try StoreFixture()
         let store = fixture.store
-        try store.registerSoup("s", indexSpecs: [])
-        let replaced = Self.fence(1, over: 0, stillHeld: { false })
+        let unfenced = fixture.unfenced
+        try unfenced.registerSoup("s", indexSpecs: [])
+        let replaced = Self.fence(store, 1, over: 0, stillHeld: { false })
         #expect {
-            try store.write(.lease(replaced)) { try $0.upsert(["a": 1], into: "s") }
+            try store.write(replaced) { try $0.upsert(["a": 1], into: "s") }
         } throws: { ($0 as? StoreError)?.code == .staleEpoch }
         // A taker recorded epoch 2 meanwhile: a holder granted over epoch 0 can never commit.
-        let taker = Self.fence(2, over: 0, holder: "ext")
-        try store.write(.lease(taker)) { try $0.upsert(["a": 2], into: "s") }
-        let late = Self.fence(1, over: 0)
+        let taker = Self.fence(store, 2, over: 0, holder: "ext")
+        try store.write(taker) { try $0.upsert(["a": 2], into: "s") }
+        let late = Self.fence(store, 1, over: 0)
         #expect {
-            try store.write(.lease(late)) { try $0.upsert(["a": 3], into: "s") }
+            try store.write(late) { try $0.upsert(["a": 3], into: "s") }
         } throws: { ($0 as? StoreError)?.code == .staleEpoch }
         #expect(!late.isRecorded)
         #expect(try store.read { try $0.leaseHistory() }.map(\.epoch) == [2])
         #expect(try store.count(in: "s") == 1)
-        // No access at all writes nothing either.
-        #expect {
-            try store.write(.none) { try $0.upsert(["a": 4], into: "s") }
-        } throws: { ($0 as? StoreError)?.code == .staleEpoch }
     }
 
     @Test(
@@ -97,17 +99,19 @@ struct LeaseRecordTests {
     func unknownReleaseEndsAtFirstWrite() throws {
         let fixture = try StoreFixture()
         let store = fixture.store
-        try store.registerSoup("s", indexSpecs: [])
-        let old = Self.fence(1, over: 0, holder: "old")
-        try store.write(.lease(old)) { try $0.upsert(["a": 1], into: "s") }
+        let unfenced = fixture.unfenced
+        try unfenced.registerSoup("s", indexSpecs: [])
+        let old = Self.fence(store, 1, over: 0, holder: "old")
+        try store.write(old) { try $0.upsert(["a": 1], into: "s") }
         // The next holder was granted a lock a second ago (say on a lock file recreated after a
         // deletion) while the old one, unaware, still commits under its epoch.
         let next = LeaseFence(
-            epoch: 2, holder: "next", pid: getpid(), granted: WallClock.nowMillis() - 1000, previous: 1,
+            store: store, epoch: 2, holder: "next", pid: getpid(), granted: WallClock.nowMillis() - 1000,
+            previous: 1,
             closing: nil, stillHeld: { true })
-        try store.write(.lease(old)) { try $0.upsert(["a": 2], into: "s") }
+        try store.write(old) { try $0.upsert(["a": 2], into: "s") }
         let lastOld = try #require(try store.read { try $0.commitLog().last?.at })
-        try store.write(.lease(next)) { try $0.upsert(["a": 3], into: "s") }
+        try store.write(next) { try $0.upsert(["a": 3], into: "s") }
         let history = try store.read { try $0.leaseHistory() }
         let released = try #require(history.first?.released)
         #expect(released >= lastOld, "the old interval ended at \(released), before its commit at \(lastOld)")
@@ -115,7 +119,7 @@ struct LeaseRecordTests {
         #expect(history.first?.releaseKind == "taken-over")
         // From the next holder's commit on, the old epoch is fenced.
         #expect(throws: StoreError.self) {
-            try store.write(.lease(old)) { try $0.upsert(["a": 4], into: "s") }
+            try store.write(old) { try $0.upsert(["a": 4], into: "s") }
         }
     }
 
@@ -123,17 +127,18 @@ struct LeaseRecordTests {
     func failedFirstWriteRecordsNothing() throws {
         let fixture = try StoreFixture()
         let store = fixture.store
-        try store.registerSoup("s", indexSpecs: [])
-        let fence = Self.fence(1, over: 0)
+        let unfenced = fixture.unfenced
+        try unfenced.registerSoup("s", indexSpecs: [])
+        let fence = Self.fence(store, 1, over: 0)
         for kind in StorageFaults.Kind.allCases {
-            store.faults.failWrite(1, with: kind)
+            store.injected.failWrite(1, with: kind)
             #expect(throws: StoreError.self) {
-                try store.write(.lease(fence)) { try $0.upsert(["a": 1], into: "s") }
+                try store.write(fence) { try $0.upsert(["a": 1], into: "s") }
             }
             #expect(!fence.isRecorded)
             #expect(try store.read { try $0.leaseHistory() }.isEmpty)
         }
-        try store.write(.lease(fence)) { try $0.upsert(["a": 1], into: "s") }
+        try store.write(fence) { try $0.upsert(["a": 1], into: "s") }
         #expect(fence.isRecorded)
         #expect(try store.read { try $0.leaseHistory() }.map(\.epoch) == [1])
     }
@@ -143,15 +148,16 @@ struct LeaseRecordTests {
     func commitLog() throws {
         let fixture = try StoreFixture()
         let store = fixture.store
-        try store.registerSoup("s", indexSpecs: [])
-        try store.writeUnleased { try $0.upsert(["a": 0], into: "s") }
-        let stale = Self.fence(1, over: 0)
-        try store.write(.lease(stale)) { try $0.upsert(["a": 1], into: "s") }
-        let fence = Self.fence(2, over: 1)
-        try store.write(.lease(fence)) { try $0.upsert(["a": 1], into: "s") }
+        let unfenced = fixture.unfenced
+        try unfenced.registerSoup("s", indexSpecs: [])
+        try unfenced.write { try $0.upsert(["a": 0], into: "s") }
+        let stale = Self.fence(store, 1, over: 0)
+        try store.write(stale) { try $0.upsert(["a": 1], into: "s") }
+        let fence = Self.fence(store, 2, over: 1)
+        try store.write(fence) { try $0.upsert(["a": 1], into: "s") }
         let epoch = fence.epoch
         #expect(throws: StoreError.self) {
-            try store.write(.lease(stale)) { try $0.upsert(["a": 2], into: "s") }
+            try store.write(stale) { try $0.upsert(["a": 2], into: "s") }
         }
         let (log, sequence) = try store.read { (try $0.commitLog(), try $0.changeSequence()) }
         #expect(log.map(\.sequence) == Array(1...sequence))

@@ -72,7 +72,7 @@ struct SharedDirectoryTests {
     @Test("store files (with the WAL and shared-memory files) are private to the user")
     func storeFileMode() throws {
         let fixture = try StoreFixture()
-        try fixture.store.registerSoup("s", indexSpecs: [])
+        try fixture.unfenced.registerSoup("s", indexSpecs: [])
         let base = fixture.store.directory.storePath
         for path in [base, base + "-wal", base + "-shm", fixture.store.directory.setupLockPath] {
             let attributes = try FileManager.default.attributesOfItem(atPath: path)

@@ -5,10 +5,11 @@ import Testing
 struct SoupTests {
     let fixture: StoreFixture
     var store: SharedStore { fixture.store }
+    var unfenced: UnfencedStore { fixture.unfenced }
 
     init() throws {
         fixture = try StoreFixture()
-        try fixture.store.registerSoup(
+        try fixture.unfenced.registerSoup(
             "accounts",
             indexSpecs: [
                 IndexSpec(path: "Id", type: .string), IndexSpec(path: "Amount", type: .integer),
@@ -17,7 +18,7 @@ struct SoupTests {
     }
 
     func seed(_ count: Int) throws {
-        try store.writeUnleased { transaction in
+        try unfenced.write { transaction in
             for index in 0..<count {
                 try transaction.upsert(
                     [
@@ -31,28 +32,28 @@ struct SoupTests {
 
     @Test("create, read, update and delete by entry id")
     func crud() throws {
-        let created = try store.upsertUnleased(["Id": "a", "Name": "First"], into: "accounts")
+        let created = try unfenced.upsert(["Id": "a", "Name": "First"], into: "accounts")
         #expect(try store.entry(created.entryId, in: "accounts")?.record["Name"] == "First")
-        let updated = try store.upsertUnleased(
+        let updated = try unfenced.upsert(
             ["Id": "a", "Name": "Second"], into: "accounts", entryId: created.entryId)
         #expect(updated.entryId == created.entryId)
         #expect(try store.entry(created.entryId, in: "accounts")?.record["Name"] == "Second")
         #expect(try store.count(in: "accounts") == 1)
-        let deleted = try store.writeUnleased { try $0.delete(entryIds: [created.entryId], from: "accounts") }
+        let deleted = try unfenced.write { try $0.delete(entryIds: [created.entryId], from: "accounts") }
         #expect(deleted == 1)
         #expect(try store.entry(created.entryId, in: "accounts") == nil)
         #expect(throws: StoreError.self) {
-            try store.upsertUnleased(["Id": "a"], into: "accounts", entryId: created.entryId)
+            try unfenced.upsert(["Id": "a"], into: "accounts", entryId: created.entryId)
         }
     }
 
     @Test("upsert by external id updates the matching record instead of inserting")
     func upsertByExternalId() throws {
-        let first = try store.upsertUnleased(
+        let first = try unfenced.upsert(
             ["Id": "001", "Name": "A"], into: "accounts", externalIdPath: "Id")
-        let second = try store.upsertUnleased(
+        let second = try unfenced.upsert(
             ["Id": "001", "Name": "B"], into: "accounts", externalIdPath: "Id")
-        let other = try store.upsertUnleased(
+        let other = try unfenced.upsert(
             ["Id": "002", "Name": "C"], into: "accounts", externalIdPath: "Id")
         #expect(first.entryId == second.entryId)
         #expect(other.entryId != first.entryId)
@@ -65,7 +66,7 @@ struct SoupTests {
     @Test("an external id path that is not indexed is refused")
     func externalIdMustBeIndexed() throws {
         #expect {
-            try store.upsertUnleased(["Other": "x"], into: "accounts", externalIdPath: "Other")
+            try unfenced.upsert(["Other": "x"], into: "accounts", externalIdPath: "Other")
         } throws: { ($0 as? StoreError)?.code == .notIndexed }
     }
 
@@ -119,11 +120,11 @@ struct SoupTests {
     @Test("unknown soups, bad names and bad index paths are typed errors")
     func badInput() throws {
         #expect { try store.count(in: "missing") } throws: { ($0 as? StoreError)?.code == .unknownSoup }
-        #expect { try store.registerSoup("bad name!", indexSpecs: []) } throws: {
+        #expect { try unfenced.registerSoup("bad name!", indexSpecs: []) } throws: {
             ($0 as? StoreError)?.code == .invalidName
         }
         #expect {
-            try store.registerSoup(
+            try unfenced.registerSoup(
                 "ok", indexSpecs: [IndexSpec(path: "a'); DROP TABLE x; --", type: .string)])
         } throws: {
             ($0 as? StoreError)?.code == .invalidIndexPath
@@ -134,7 +135,7 @@ struct SoupTests {
     @Test("registering again adds missing indexes and keeps records")
     func reRegister() throws {
         try seed(3)
-        try store.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Extra", type: .string)])
+        try unfenced.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Extra", type: .string)])
         #expect(try store.count(in: "accounts") == 3)
         #expect(try store.count(SoupQuery(where: [.exact("Extra", nil)]), in: "accounts") == 3)
     }
@@ -142,18 +143,18 @@ struct SoupTests {
     @Test("dropping a soup removes it and its records")
     func drop() throws {
         try seed(3)
-        try store.writeUnleased { try $0.dropSoup("accounts") }
+        try unfenced.write { try $0.dropSoup("accounts") }
         #expect(try store.read { try $0.soupIfExists("accounts") } == nil)
     }
 
     @Test("every committed write bumps the change sequence")
     func changeSequence() throws {
         let before = try store.changeSequence()
-        try store.upsertUnleased(["Id": "x"], into: "accounts")
-        try store.upsertUnleased(["Id": "y"], into: "accounts")
+        try unfenced.upsert(["Id": "x"], into: "accounts")
+        try unfenced.upsert(["Id": "y"], into: "accounts")
         #expect(try store.changeSequence() == before + 2)
         #expect(throws: StoreError.self) {
-            try store.writeUnleased { transaction in
+            try unfenced.write { transaction in
                 try transaction.upsert(["Id": "z"], into: "accounts")
                 throw StoreError(.interrupted, "rolled back on purpose")
             }

@@ -6,12 +6,12 @@ struct StoreFidelityTests {
     @Test("records keep their exact values through the store")
     func storeFidelity() throws {
         let fixture = try StoreFixture()
-        try fixture.store.registerSoup("things", indexSpecs: [])
+        try fixture.unfenced.registerSoup("things", indexSpecs: [])
         let record: JSONObject = [
             "unicode": "Ünïcödé ✓ 😀", "big": .int(9_007_199_254_740_993), "double": 0.1, "whole": 2.0,
             "nested": ["list": [1, "two", ["three": 3]]], "null": nil, "flag": false,
         ]
-        let entry = try fixture.store.upsertUnleased(record, into: "things")
+        let entry = try fixture.unfenced.upsert(record, into: "things")
         #expect(try fixture.store.entry(entry.entryId, in: "things")?.record == record)
     }
 }

@@ -28,9 +28,9 @@ struct UpsertCleanTests {
         arguments: [7, nil] as [Int64?])
     func sameAsCleanThenUpsert(syncId: Int64?) throws {
         let f = try StoreFixture()
-        try f.store.registerSoup("viaClean", indexSpecs: Self.specs)
-        try f.store.registerSoup("direct", indexSpecs: Self.specs)
-        try f.store.writeUnleased { transaction in
+        try f.unfenced.registerSoup("viaClean", indexSpecs: Self.specs)
+        try f.unfenced.registerSoup("direct", indexSpecs: Self.specs)
+        try f.unfenced.write { transaction in
             for record in Self.records {
                 try transaction.upsert(
                     LocalFlags.clean(record, syncId: syncId), into: "viaClean", externalIdPath: "Id")

@@ -1,4 +1,4 @@
-@_spi(Faults) import BatonStore
+import BatonStore
 import BatonTestSupport
 import Foundation
 import Logging
@@ -6,20 +6,21 @@ import Testing
 
 @Suite("Write guard: lock waits, store file identity, injected faults")
 struct WriteGuardTests {
-    func open(_ path: String, busyTimeout: Duration = .seconds(10)) throws -> SharedStore {
-        try SharedStore.open(
-            directory: try SharedDirectory(path: path), busyTimeout: busyTimeout,
+    func open(_ path: String, busyTimeout: Duration = .seconds(10)) throws -> UnfencedStore {
+        try UnfencedStore.open(
+            directory: try SharedDirectory(path: path), busyTimeout: busyTimeout, faults: StorageFaults(),
             logger: Logger(label: "test"))
     }
 
     @Test("a write waiting for a lock held elsewhere is abandoned by interrupt(); later writes wait briefly")
     func interruptAbandonsLockWait() async throws {
         let temp = try TemporaryDirectory()
-        let store = try open(temp.path + "/d", busyTimeout: .seconds(60))
-        try store.registerSoup("s", indexSpecs: [])
+        let unfenced = try open(temp.path + "/d", busyTimeout: .seconds(60))
+        let store = unfenced.store
+        try unfenced.registerSoup("s", indexSpecs: [])
         let lock = try ForeignWriteLock(path: store.directory.storePath)
         let waiting = Task.detached {
-            try await store.writeUnleased { _ = try $0.upsert(["a": 1], into: "s") }
+            try await unfenced.write { _ = try $0.upsert(["a": 1], into: "s") }
         }
         // The write is blocked on the lock (60 s busy timeout) until the interrupt arrives.
         store.interrupt()
@@ -27,40 +28,42 @@ struct WriteGuardTests {
         // A later write waits at most the brief wait, not the busy timeout, until resumed.
         let started = ContinuousClock.now
         #expect(throws: StoreError.self) {
-            try store.writeUnleased { _ = try $0.upsert(["a": 2], into: "s") }
+            try unfenced.write { _ = try $0.upsert(["a": 2], into: "s") }
         }
         let waited = ContinuousClock.now - started
         #expect(waited < .seconds(30), "waited \(waited) of a 60 s busy timeout")
         lock.release()
         store.resumeWrites()
-        try await store.writeUnleased { _ = try $0.upsert(["a": 3], into: "s") }
+        try await unfenced.write { _ = try $0.upsert(["a": 3], into: "s") }
         #expect(try store.count(in: "s") == 1)
     }
 
     @Test("a write's own deadline ends its wait for a lock held elsewhere; nothing is written")
     func writeDeadline() throws {
         let temp = try TemporaryDirectory()
-        let store = try open(temp.path + "/d")
-        try store.registerSoup("s", indexSpecs: [])
-        let fence = LeaseRecordTests.fence(1, over: 0)
+        let unfenced = try open(temp.path + "/d")
+        let store = unfenced.store
+        try unfenced.registerSoup("s", indexSpecs: [])
+        let fence = LeaseRecordTests.fence(store, 1, over: 0)
         let lock = try ForeignWriteLock(path: store.directory.storePath)
         #expect(throws: StoreError.self) {
-            try store.write(.lease(fence), deadline: .now + .milliseconds(100)) {
+            try store.write(fence, deadline: .now + .milliseconds(100)) {
                 _ = try $0.upsert(["a": 1], into: "s")
             }
         }
         lock.release()
         #expect(try store.read { try $0.leaseHistory() }.isEmpty)
         #expect(!fence.isRecorded)
-        try store.write(.lease(fence)) { _ = try $0.upsert(["a": 1], into: "s") }
+        try store.write(fence) { _ = try $0.upsert(["a": 1], into: "s") }
         #expect(try store.read { try $0.leaseHistory() }.map(\.epoch) == [1])
     }
 
     @Test("a store file replaced or deleted under an open store: writes are refused by name")
     func replacedStoreFile() throws {
         let temp = try TemporaryDirectory()
-        let store = try open(temp.path + "/d")
-        try store.registerSoup("s", indexSpecs: [])
+        let unfenced = try open(temp.path + "/d")
+        let store = unfenced.store
+        try unfenced.registerSoup("s", indexSpecs: [])
         #expect(store.fileProblem() == nil)
         let other = try open(temp.path + "/other")
         try other.close()
@@ -68,7 +71,7 @@ struct WriteGuardTests {
         #expect(rename(temp.path + "/other/store.sqlite", path) == 0)
         #expect(store.fileProblem()?.contains("replaced") == true)
         #expect {
-            try store.writeUnleased { _ = try $0.upsert(["a": 1], into: "s") }
+            try unfenced.write { _ = try $0.upsert(["a": 1], into: "s") }
         } throws: { ($0 as? StoreError)?.code == .storeFileChanged }
         try FileManager.default.removeItem(atPath: path)
         #expect(store.fileProblem()?.contains("deleted") == true)
@@ -77,8 +80,9 @@ struct WriteGuardTests {
     @Test("no new store is made beside a write-ahead log whose store is gone")
     func refusesOrphanWAL() throws {
         let temp = try TemporaryDirectory()
-        let store = try open(temp.path + "/d")
-        try store.registerSoup("s", indexSpecs: [])
+        let unfenced = try open(temp.path + "/d")
+        let store = unfenced.store
+        try unfenced.registerSoup("s", indexSpecs: [])
         try store.close()
         let path = temp.path + "/d/store.sqlite"
         #expect(FileManager.default.fileExists(atPath: path + "-wal"))
@@ -92,32 +96,34 @@ struct WriteGuardTests {
     @Test("an injected fault fails the commit and rolls back everything the transaction wrote")
     func injectedFaultRollsBack() throws {
         let temp = try TemporaryDirectory()
-        let store = try open(temp.path + "/d")
-        try store.registerSoup("s", indexSpecs: [])
+        let unfenced = try open(temp.path + "/d")
+        let store = unfenced.store
+        try unfenced.registerSoup("s", indexSpecs: [])
         let sequence = try store.changeSequence()
         for kind in StorageFaults.Kind.allCases {
-            store.faults.failWrite(1, with: kind)
+            store.injected.failWrite(1, with: kind)
             #expect(throws: StoreError.self) {
-                try store.writeUnleased { transaction in
+                try unfenced.write { transaction in
                     for index in 0..<10 { _ = try transaction.upsert(["n": .int(Int64(index))], into: "s") }
                 }
             }
         }
         #expect(try store.count(in: "s") == 0)
         #expect(try store.changeSequence() == sequence)
-        try store.writeUnleased { _ = try $0.upsert(["n": 1], into: "s") }
+        try unfenced.write { _ = try $0.upsert(["n": 1], into: "s") }
         #expect(try store.count(in: "s") == 1)
     }
 
     @Test("disk-full: writes that need room fail with SQLITE_FULL, a write in place commits")
     func diskFull() throws {
         let temp = try TemporaryDirectory()
-        let store = try open(temp.path + "/d")
-        try store.registerSoup("s", indexSpecs: [])
-        let entry = try store.upsertUnleased(["n": 0], into: "s")
-        store.faults.fillDisk(true)
+        let unfenced = try open(temp.path + "/d")
+        let store = unfenced.store
+        try unfenced.registerSoup("s", indexSpecs: [])
+        let entry = try unfenced.upsert(["n": 0], into: "s")
+        store.injected.fillDisk(true)
         #expect {
-            try store.writeUnleased { transaction in
+            try unfenced.write { transaction in
                 for index in 0..<2_000 {
                     _ = try transaction.upsert(
                         ["n": .int(Int64(index)), "pad": .string(String(repeating: "x", count: 200))],
@@ -125,9 +131,9 @@ struct WriteGuardTests {
                 }
             }
         } throws: { "\($0)".contains("full") }
-        try store.writeUnleased { _ = try $0.upsert(["n": 7], into: "s", entryId: entry.entryId) }
-        store.faults.fillDisk(false)
-        try store.writeUnleased { transaction in
+        try unfenced.write { _ = try $0.upsert(["n": 7], into: "s", entryId: entry.entryId) }
+        store.injected.fillDisk(false)
+        try unfenced.write { transaction in
             for index in 0..<2_000 { _ = try transaction.upsert(["n": .int(Int64(index))], into: "s") }
         }
         #expect(try store.count(in: "s") == 2_001)
@@ -136,22 +142,25 @@ struct WriteGuardTests {
 
 @Suite("Async writes under the lease, on the caller's thread or GRDB's queue")
 struct LeaseWritePathTests {
-    func open(_ path: String) throws -> SharedStore {
-        try SharedStore.open(directory: try SharedDirectory(path: path), logger: Logger(label: "test"))
+    func open(_ path: String) throws -> UnfencedStore {
+        try UnfencedStore.open(
+            directory: try SharedDirectory(path: path), faults: StorageFaults(), logger: Logger(label: "test")
+        )
     }
 
     @Test("many async lease writes at once: each commits once, fenced, in one sequence")
     func concurrentLeaseWrites() async throws {
         let temp = try TemporaryDirectory()
-        let store = try open(temp.path + "/d")
-        try store.registerSoup("s", indexSpecs: [])
-        let fence = LeaseRecordTests.fence(1, over: 0)
+        let unfenced = try open(temp.path + "/d")
+        let store = unfenced.store
+        try unfenced.registerSoup("s", indexSpecs: [])
+        let fence = LeaseRecordTests.fence(store, 1, over: 0)
         let before = try store.changeSequence()
         // Some run on their caller's thread (none other in flight), the rest on GRDB's queue.
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<64 {
                 group.addTask {
-                    try await store.write(.lease(fence)) {
+                    try await store.write(fence) {
                         _ = try $0.upsert(["n": .int(Int64(index))], into: "s")
                     }
                 }
@@ -170,32 +179,33 @@ struct LeaseWritePathTests {
     )
     func failuresRollBack() async throws {
         let temp = try TemporaryDirectory()
-        let store = try open(temp.path + "/d")
-        try store.registerSoup("s", indexSpecs: [])
-        let first = LeaseRecordTests.fence(1, over: 0)
-        try await store.write(.lease(first)) { _ = try $0.upsert(["n": 0], into: "s") }
-        let taker = LeaseRecordTests.fence(2, over: 1, holder: "ext")
-        try await store.write(.lease(taker)) { _ = try $0.upsert(["n": 1], into: "s") }
+        let unfenced = try open(temp.path + "/d")
+        let store = unfenced.store
+        try unfenced.registerSoup("s", indexSpecs: [])
+        let first = LeaseRecordTests.fence(store, 1, over: 0)
+        try await store.write(first) { _ = try $0.upsert(["n": 0], into: "s") }
+        let taker = LeaseRecordTests.fence(store, 2, over: 1, holder: "ext")
+        try await store.write(taker) { _ = try $0.upsert(["n": 1], into: "s") }
         let sequence = try store.changeSequence()
         await #expect {
-            try await store.write(.lease(first)) { _ = try $0.upsert(["n": 2], into: "s") }
+            try await store.write(first) { _ = try $0.upsert(["n": 2], into: "s") }
         } throws: { ($0 as? StoreError)?.code == .staleEpoch }
         struct Refused: Error {}
         await #expect(throws: Refused.self) {
-            try await store.write(.lease(taker)) { transaction in
+            try await store.write(taker) { transaction in
                 _ = try transaction.upsert(["n": 3], into: "s")
                 throw Refused()
             }
         }
         for kind in StorageFaults.Kind.allCases {
-            store.faults.failWrite(1, with: kind)
+            store.injected.failWrite(1, with: kind)
             await #expect(throws: StoreError.self) {
-                try await store.write(.lease(taker)) { _ = try $0.upsert(["n": 4], into: "s") }
+                try await store.write(taker) { _ = try $0.upsert(["n": 4], into: "s") }
             }
         }
         #expect(try store.count(in: "s") == 2)
         #expect(try store.changeSequence() == sequence)
-        try await store.write(.lease(taker)) { _ = try $0.upsert(["n": 5], into: "s") }
+        try await store.write(taker) { _ = try $0.upsert(["n": 5], into: "s") }
         #expect(try store.count(in: "s") == 3)
     }
 }

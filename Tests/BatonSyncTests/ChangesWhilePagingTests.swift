@@ -87,7 +87,7 @@ struct ChangesWhilePagingTests {
             guard let manager = holder.withLock({ $0 }) else { return }
             try await beforePage(manager, page)
         }
-        let manager = SyncManager(store: f.store, access: .unleased, targetFactory: factory, logger: logger)
+        let manager = SyncManager(unfenced: f.unfenced, targetFactory: factory, logger: logger)
         holder.withLock { $0 = manager }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await manager.run() }

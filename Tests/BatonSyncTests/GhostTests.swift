@@ -21,7 +21,7 @@ struct GhostTests {
 
             // One ghost is edited locally: it must survive.
             let edited = accounts[2]
-            try await f.store.writeUnleased { transaction in
+            try await f.unfenced.write { transaction in
                 guard let entry = try transaction.entry(where: "Id", equals: .string(edited), in: "accounts")
                 else { return }
                 try transaction.upsert(

@@ -58,9 +58,9 @@ struct ListenerContractTests {
     @Test("sync up: 0/-1, then the count, then each record below 100%, in batches or not", arguments: [1, 4])
     func syncUp(batchSize: Int) async throws {
         try await withSyncFixture { f in
-            try f.store.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
+            try f.unfenced.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
             for index in 0..<6 {
-                try f.store.upsertUnleased(
+                try f.unfenced.upsert(
                     LocalFlags.markCreated(["Name": .string("new \(index)")]), into: "accounts")
             }
             let log = UpdateLog()

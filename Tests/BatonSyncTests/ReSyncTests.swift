@@ -86,7 +86,7 @@ struct ReSyncTests {
 @Suite("Merge modes", .timeLimit(.minutes(5)))
 struct MergeModeTests {
     func editLocally(_ f: SyncFixture, id: String, name: String) async throws {
-        try await f.store.writeUnleased { transaction in
+        try await f.unfenced.write { transaction in
             guard var entry = try transaction.entry(where: "Id", equals: .string(id), in: "accounts") else {
                 return
             }

@@ -13,7 +13,7 @@ struct RelationshipSyncTests {
                 type: "Account", count: 3, fields: ["OwnerId": .string(owner)])
             _ = try await f.client.create(
                 type: "Contact", fields: ["LastName": "Abe", "AccountId": .string(accounts[0])])
-            try f.store.registerSoup(
+            try f.unfenced.registerSoup(
                 "accounts",
                 indexSpecs: [
                     IndexSpec(path: "Id", type: .string), IndexSpec(path: "Owner.Name", type: .string),

@@ -191,12 +191,12 @@ struct StopRestartTests {
             let created = try await f.manager.createSyncDown(
                 target: target, soupName: "accounts", name: "orphan")
             let id = created.id
-            try await f.store.writeUnleased { transaction in
+            try await f.unfenced.write { transaction in
                 guard var row = try transaction.syncState(id: id) else { return }
                 row.status = "running"
                 try transaction.updateSyncState(row)
             }
-            #expect(try await f.manager.recoverInterruptedSyncs() == [created.id])
+            #expect(try await f.manager.recoverInterruptedSyncs(under: f.unfenced.access) == [created.id])
             #expect(try await f.manager.getSyncStatus(id: created.id)?.status == .stopped)
             try await f.manager.restart(restartStoppedSyncs: true)
             #expect(await f.manager.waitForSync(id: created.id)?.status == .done)

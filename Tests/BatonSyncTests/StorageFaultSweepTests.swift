@@ -1,7 +1,7 @@
 import BatonREST
 import BatonServer
-@_spi(Faults) import BatonStore
-@_spi(Faults) import BatonSync
+import BatonStore
+import BatonSync
 import BatonTestSupport
 import Logging
 import SOQL
@@ -27,10 +27,10 @@ struct StorageFaultSweepTests {
     @Test("the sweep catches the original bug: state advanced before its page commits")
     func sweepCatchesAdvanceBeforeCommit() async throws {
         try await FaultSweep.with { sweep in
-            let (violations, _) = try await sweep.sweep { c, faulted in
-                await c.manager.reintroduceAdvanceBeforeCommitBug(true)
-                return try await Self.syncDown(c, faulted)
-            }
+            // The mutant, built through the engine's test hook: the run takes each page's state on
+            // before the page's save commits, so a failed save leaves it past what committed.
+            let mutant = SyncHooks(pageWillSave: { committed, next in committed = next })
+            let (violations, _) = try await sweep.sweep(Self.syncDown, hooks: mutant)
             #expect(violations.contains { $0.contains("maxTimeStamp") })
             #expect(violations.contains { $0.contains("missing on the store") })
         }
@@ -96,7 +96,7 @@ struct StorageFaultSweepTests {
         let down = try await c.manager.syncDown(
             target: try SoqlSyncDownTarget(client: c.client, query: query), soupName: "accounts")
         _ = await c.manager.waitForSync(id: down.id)
-        try await c.store.writeUnleased { transaction in
+        try await c.unfenced.write { transaction in
             for (index, id) in ids.prefix(3).enumerated() {
                 guard var entry = try transaction.entry(where: "Id", equals: .string(id), in: "accounts")
                 else {
@@ -198,42 +198,47 @@ struct FaultSweep: Sendable {
     /// Runs `scenario` once without a fault to count its writes, then once per write and error
     /// kind with that write failing. Returns every violation, each naming its case, and the
     /// number of writes swept.
-    func sweep(_ scenario: Scenario) async throws -> (violations: [String], writes: Int) {
-        let baseline = try await runCase(nil, scenario)
+    func sweep(_ scenario: Scenario, hooks: SyncHooks? = nil) async throws -> (
+        violations: [String], writes: Int
+    ) {
+        let baseline = try await runCase(nil, scenario, hooks: hooks)
         var violations = baseline.violations.map { "no fault: \($0)" }
         for write in 1...max(1, baseline.writes) {
             for kind in StorageFaults.Kind.allCases {
-                let outcome = try await runCase((write, kind), scenario)
+                let outcome = try await runCase((write, kind), scenario, hooks: hooks)
                 violations += outcome.violations.map { "write \(write) failing with \(kind.rawValue): \($0)" }
             }
         }
         return (violations, baseline.writes)
     }
 
-    func runCase(_ fault: (Int, StorageFaults.Kind)?, _ scenario: Scenario) async throws
+    func runCase(_ fault: (Int, StorageFaults.Kind)?, _ scenario: Scenario, hooks: SyncHooks?) async throws
         -> (violations: [String], writes: Int)
     {
         _ = try await client.adminReset(type: "Account")
         let temp = try TemporaryDirectory()
         var quiet = Logger(label: "test.sweep")
         quiet.logLevel = .critical
-        let store = try SharedStore.open(
-            directory: try SharedDirectory(path: temp.path + "/d"), logger: quiet)
+        let unfenced = try UnfencedStore.open(
+            directory: try SharedDirectory(path: temp.path + "/d"), faults: StorageFaults(), logger: quiet)
+        let store = unfenced.store
         let manager = SyncManager(
-            store: store, access: .unleased, targetFactory: RESTTargetFactory(client: client), logger: quiet)
-        let faultCase = FaultCase(store: store, manager: manager, client: client)
+            store: store, access: unfenced.access, targetFactory: RESTTargetFactory(client: client),
+            hooks: hooks,
+            logger: quiet)
+        let faultCase = FaultCase(unfenced: unfenced, manager: manager, client: client)
         let start = Counter()
         let violations = try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await manager.run() }
             defer { group.cancelAll() }
             return try await scenario(faultCase) {
-                start.value = store.faults.writeCount
-                if let (write, kind) = fault { store.faults.failWrite(write, with: kind) }
+                start.value = store.injected.writeCount
+                if let (write, kind) = fault { store.injected.failWrite(write, with: kind) }
             }
         }
         try store.close()
         _ = temp
-        return (violations, store.faults.writeCount - start.value)
+        return (violations, store.injected.writeCount - start.value)
     }
 }
 
@@ -248,7 +253,8 @@ final class Counter: Sendable {
 
 /// A fresh store and manager, and the client of the sweep's server.
 struct FaultCase: Sendable {
-    let store: SharedStore
+    let unfenced: UnfencedStore
+    var store: SharedStore { unfenced.store }
     let manager: SyncManager
     let client: RESTClient
 

@@ -10,8 +10,10 @@ import Synchronization
 struct SyncFixture: Sendable {
     let server: RunningServer
     let client: RESTClient
-    let store: SharedStore
+    /// The store, opened to write outside the lease: the engine tests run one process.
+    let unfenced: UnfencedStore
     let manager: SyncManager
+    var store: SharedStore { unfenced.store }
 
     func soqlTarget(_ query: String = "SELECT Id, Name, Number__c FROM Account", batchSize: Int? = nil) throws
         -> SoqlSyncDownTarget
@@ -40,7 +42,7 @@ struct SyncFixture: Sendable {
 /// Runs `body` with a fixture; the manager runs in a child task cancelled at the end.
 func withSyncFixture(_ body: @Sendable (SyncFixture) async throws -> Void) async throws {
     let temp = try TemporaryDirectory()
-    let store = try SharedStore.open(
+    let unfenced = try UnfencedStore.open(
         directory: try SharedDirectory(path: temp.path + "/shared"), logger: Logger(label: "test"))
     var quiet = Logger(label: "test.server")
     quiet.logLevel = .critical  // the server logs its own shutdown as an error
@@ -51,9 +53,8 @@ func withSyncFixture(_ body: @Sendable (SyncFixture) async throws -> Void) async
     var managerLogger = Logger(label: "test.sync")
     managerLogger.logLevel = .warning
     let manager = SyncManager(
-        store: store, access: .unleased, targetFactory: RESTTargetFactory(client: client),
-        logger: managerLogger)
-    let fixture = SyncFixture(server: server, client: client, store: store, manager: manager)
+        unfenced: unfenced, targetFactory: RESTTargetFactory(client: client), logger: managerLogger)
+    let fixture = SyncFixture(server: server, client: client, unfenced: unfenced, manager: manager)
     do {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await manager.run() }

@@ -9,9 +9,10 @@ import Testing
 struct SyncStateTests {
     func store(with row: SyncStateRow) throws -> (TemporaryDirectory, SharedStore) {
         let temp = try TemporaryDirectory()
-        let store = try SharedStore.open(
+        let unfenced = try UnfencedStore.open(
             directory: try SharedDirectory(path: temp.path + "/d"), logger: Logger(label: "test"))
-        try store.writeUnleased { transaction in
+        let store = unfenced.store
+        try unfenced.write { transaction in
             _ = try transaction.insertSyncState(
                 SyncStateRow(
                     name: "fine", type: "syncDown",

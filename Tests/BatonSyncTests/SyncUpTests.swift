@@ -23,7 +23,7 @@ struct SyncUpTests {
         async throws
     {
         let entryId = entry.entryId
-        try await f.store.writeUnleased { transaction in
+        try await f.unfenced.write { transaction in
             guard let current = try transaction.entry(entryId, in: "accounts") else { return }
             try transaction.upsert(change(current.record), into: "accounts", entryId: entryId)
         }
@@ -46,8 +46,8 @@ struct SyncUpTests {
                 var r = $0; r["Name"] = "renamed"; return LocalFlags.markUpdated(r)
             }
             try await mark(f, local[ids[1]]!) { LocalFlags.markDeleted($0) }
-            try f.store.registerSoup("accounts", indexSpecs: [])
-            try f.store.upsertUnleased(LocalFlags.markCreated(["Name": "brand new"]), into: "accounts")
+            try f.unfenced.registerSoup("accounts", indexSpecs: [])
+            try f.unfenced.upsert(LocalFlags.markCreated(["Name": "brand new"]), into: "accounts")
 
             let state = try await runUp(f, batchSize: 1)
             #expect(state.status == .done)
@@ -72,8 +72,8 @@ struct SyncUpTests {
     @Test("created-then-deleted records make no server call")
     func createdThenDeleted() async throws {
         try await withSyncFixture { f in
-            try f.store.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
-            try f.store.upsertUnleased(
+            try f.unfenced.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
+            try f.unfenced.upsert(
                 LocalFlags.markDeleted(LocalFlags.markCreated(["Name": "ephemeral"])), into: "accounts")
             try await f.client.adminResetStats()
             let requestsBefore = try await f.client.adminStats().value(atPath: "requests")?.intValue ?? 0
@@ -142,9 +142,9 @@ struct SyncUpTests {
     @Test("a record the server refuses keeps its flags and gets __last_error__; the sync ends done")
     func serverErrorPerRecord() async throws {
         try await withSyncFixture { f in
-            try f.store.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
-            try f.store.upsertUnleased(LocalFlags.markCreated(["Name": "fine"]), into: "accounts")
-            try f.store.upsertUnleased(
+            try f.unfenced.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
+            try f.unfenced.upsert(LocalFlags.markCreated(["Name": "fine"]), into: "accounts")
+            try f.unfenced.upsert(
                 LocalFlags.markCreated(["Name": "bad", "bad field!": 1]), into: "accounts")
             let state = try await runUp(f)
             #expect(state.status == .done)
@@ -162,8 +162,8 @@ struct SyncUpTests {
         "the server dropping the response after committing a create, then a retry, leaves one server record")
     func droppedAfterCommit() async throws {
         try await withSyncFixture { f in
-            try f.store.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
-            try f.store.upsertUnleased(LocalFlags.markCreated(["Name": "once"]), into: "accounts")
+            try f.unfenced.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
+            try f.unfenced.upsert(LocalFlags.markCreated(["Name": "once"]), into: "accounts")
             try await f.client.adminSetFaults(["dropAfterCommitNext": 1])
             let state = try await runUp(f)
             #expect(state.status == .done)
@@ -198,8 +198,8 @@ struct SyncUpTests {
         arguments: [false, true])
     func createFetchedBeforeAcknowledged(editedMeanwhile: Bool) async throws {
         try await withSyncFixture { f in
-            try f.store.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
-            let created = try f.store.upsertUnleased(
+            try f.unfenced.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
+            let created = try f.unfenced.upsert(
                 LocalFlags.markCreated(["Name": "new", "BatonExternalId__c": "ext-1"]), into: "accounts")
             // The first attempt committed on the server, but its answer never came back.
             _ = try await f.client.upsert(
@@ -283,13 +283,14 @@ struct SyncUpRaceTests {
             _ = await f.manager.waitForSync(id: down.id)
             let existing = try #require(f.store.query(.all, in: "accounts").first)
             let store = f.store
-            try await store.writeUnleased { transaction in
+            let unfenced = f.unfenced
+            try await unfenced.write { transaction in
                 var renamed = existing.record
                 renamed["Name"] = "renamed"
                 try transaction.upsert(
                     LocalFlags.markUpdated(renamed), into: "accounts", entryId: existing.entryId)
             }
-            let created = try await store.writeUnleased { transaction in
+            let created = try await unfenced.write { transaction in
                 try transaction.upsert(LocalFlags.markCreated(["Name": "brand new"]), into: "accounts")
             }
 
@@ -301,7 +302,7 @@ struct SyncUpRaceTests {
                         defer { first = false }; return first
                     })
                 else { return }
-                try await store.writeUnleased { transaction in
+                try await unfenced.write { transaction in
                     for (entryId, name) in [
                         (existing.entryId, "renamed again"), (created.entryId, "brand new, edited"),
                     ] {
@@ -314,7 +315,7 @@ struct SyncUpRaceTests {
             }
             var logger = Logger(label: "test.sync")
             logger.logLevel = .warning
-            let manager = SyncManager(store: store, access: .unleased, targetFactory: factory, logger: logger)
+            let manager = SyncManager(unfenced: unfenced, targetFactory: factory, logger: logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await manager.run() }
                 defer { group.cancelAll() }

@@ -15,10 +15,11 @@ struct ReaderChangesTests {
     func followsAnotherProcess() async throws {
         let temp = try TemporaryDirectory()
         let dir = temp.path + "/d"
-        let store = try SharedStore.open(
+        let unfenced = try UnfencedStore.open(
             directory: try SharedDirectory(path: dir), logger: Logger(label: "test"))
-        try store.registerSoup("notes", indexSpecs: [IndexSpec(path: "n", type: .integer)])
-        try store.registerSoup("other", indexSpecs: [])
+        let store = unfenced.store
+        try unfenced.registerSoup("notes", indexSpecs: [IndexSpec(path: "n", type: .integer)])
+        try unfenced.registerSoup("other", indexSpecs: [])
         var sequence = try store.changes().makeAsyncIterator()
         var observed = try store.observe(.all, in: "notes").makeAsyncIterator()
         let start = try #require(await sequence.next())
@@ -62,19 +63,19 @@ struct ReaderChangesTests {
     func lateReaderBurstAndRecreatedDoorbell() async throws {
         let temp = try TemporaryDirectory()
         let shared = try SharedDirectory(path: temp.path + "/d")
-        let writer = try SharedStore.open(directory: shared, logger: Logger(label: "writer"))
+        let writer = try UnfencedStore.open(directory: shared, logger: Logger(label: "writer"))
         try writer.registerSoup("notes", indexSpecs: [])
         for n in 0..<5 {
-            try await writer.writeUnleased { _ = try $0.upsert(["n": .int(Int64(n))], into: "notes") }
+            try await writer.write { _ = try $0.upsert(["n": .int(Int64(n))], into: "notes") }
         }
         let reader = try SharedStore.open(directory: shared, logger: Logger(label: "reader"))
         var changes = try reader.changes().makeAsyncIterator()
         let start = try #require(await changes.next())
-        #expect(start == (try writer.changeSequence()))
+        #expect(start == (try writer.store.changeSequence()))
 
         // A burst: the reader may hear of fewer, in order, and always of the last.
         for n in 0..<50 {
-            try await writer.writeUnleased { _ = try $0.upsert(["n": .int(Int64(n))], into: "notes") }
+            try await writer.write { _ = try $0.upsert(["n": .int(Int64(n))], into: "notes") }
         }
         let end = start + 50
         var heard: [Int64] = []
@@ -85,7 +86,7 @@ struct ReaderChangesTests {
 
         // The doorbell file deleted (a shell's `rm`): the next commit puts a new one in place.
         try FileManager.default.removeItem(atPath: shared.changesPath)
-        try await writer.writeUnleased { _ = try $0.upsert(["n": 99], into: "notes") }
+        try await writer.write { _ = try $0.upsert(["n": 99], into: "notes") }
         #expect(try #require(await changes.next()) == end + 1)
     }
 }

@@ -1,7 +1,7 @@
 import BatonCoordinator
 import BatonJSON
 import BatonREST
-@_spi(Faults) import BatonStore
+import BatonStore
 import Foundation
 import Logging
 import Synchronization

@@ -10,9 +10,9 @@ struct SyncsCommandTests {
     func listing() async throws {
         let temp = try TemporaryDirectory()
         let dir = temp.path + "/shared"
-        let store = try SharedStore.open(
+        let unfenced = try UnfencedStore.open(
             directory: try SharedDirectory(path: dir), logger: Logger(label: "test"))
-        try await store.writeUnleased { transaction in
+        try await unfenced.write { transaction in
             _ = try transaction.insertSyncState(
                 SyncStateRow(
                     name: "accounts", type: "syncDown",

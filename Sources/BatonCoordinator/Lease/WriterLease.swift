@@ -25,7 +25,7 @@ import Synchronization
 public final class WriterLease: Sendable {
     /// A held lease.
     public struct Held: Sendable, Hashable {
-        /// What this holding's writes go through: `store.write(.lease(held.fence))`.
+        /// What this holding's writes go through: `store.write(held.fence) { ... }`.
         public let fence: LeaseFence
         /// Set when this holding took the lease over from a holder that stopped renewing it.
         public let takeover: Takeover?
@@ -37,42 +37,10 @@ public final class WriterLease: Sendable {
         /// The write access this holding grants.
         public var access: WriteAccess { .lease(fence) }
 
-        public init(fence: LeaseFence, takeover: Takeover? = nil) {
+        package init(fence: LeaseFence, takeover: Takeover? = nil) {
             self.fence = fence
             self.takeover = takeover
         }
-    }
-
-    /// A lease taken over: from whom, and how it looked.
-    public struct Takeover: Sendable, Hashable {
-        /// The epoch taken over.
-        public var epoch: Int64
-        /// The old holder, from the lease history (nil when it had not recorded its epoch yet).
-        public var name: String?
-        public var pid: Int32?
-        /// What the kernel said of the old holder when the takeover was decided. A takeover of a
-        /// holder that was `running` is a false one: it was only slow to beat.
-        public var holderState: ProcessState
-        /// How long the holder had been silent.
-        public var silentMillis: Double
-
-        public init(epoch: Int64, name: String?, pid: Int32?, holderState: ProcessState, silentMillis: Double)
-        {
-            self.epoch = epoch
-            self.name = name
-            self.pid = pid
-            self.holderState = holderState
-            self.silentMillis = silentMillis
-        }
-    }
-
-    /// The lock file's holder could not be taken over because it holds SQLite's write lock.
-    public struct Blocked: Sendable, Hashable {
-        public var name: String
-        public var pid: Int32
-        public var holderState: ProcessState
-        /// "host (pid 123) is stopped inside a write transaction; resume or kill it".
-        public var message: String
     }
 
     let directory: SharedDirectory
@@ -83,11 +51,11 @@ public final class WriterLease: Sendable {
     /// How long a takeover waits for SQLite's write lock before it says the holder is blocking.
     let takeoverLockWait: Duration
     /// Renews the lease while held (one thread for the lease's whole life).
-    private let heartbeat: LeaseHeartbeat
+    let heartbeat: LeaseHeartbeat
     /// The lease this process holds, if any, and the descriptor holding the lock: taking it
     /// twice returns the same epoch, and only the current holding can be released.
     private let state = Mutex<(held: Held?, lock: FileLock?)>((nil, nil))
-    private let temporaryFiles = Atomic<Int>(0)
+    let temporaryFiles = Atomic<Int>(0)
     /// What wakes a waiting acquisition, set up by the first wait and kept for the lease's life
     /// (a contended turn of the lease sets nothing up).
     private let changes = Mutex<LeaseChanges?>(nil)
@@ -167,12 +135,13 @@ public final class WriterLease: Sendable {
         let closing = last?.closing(of: storeEpoch)
         heartbeat.hold(lock, epoch: epoch, closing: closing)
         let fence = LeaseFence(
-            epoch: epoch, holder: name, pid: getpid(), granted: WallClock.nowMillis(), previous: storeEpoch,
+            store: store, epoch: epoch, holder: name, pid: getpid(), granted: WallClock.nowMillis(),
+            previous: storeEpoch,
             closing: closing, stillHeld: { lock.isStillAtPath })
         return adopt(Held(fence: fence, takeover: nil), lock)
     }
 
-    private func adopt(_ held: Held, _ lock: FileLock) -> Held {
+    func adopt(_ held: Held, _ lock: FileLock) -> Held {
         state.withLock { $0 = (held, lock) }
         store.holdCheckpoints()
         return held
@@ -284,121 +253,6 @@ public final class WriterLease: Sendable {
         }
     }
 
-    /// What a waiter sees of the holder now.
-    private func observeHolder(generation: FileIdentity?) -> TakeoverWatch.Observation {
-        let content = FileLock.recorded(at: directory.writerLockPath) ?? ""
-        let record = HeartbeatRecord(parsing: content)
-        return TakeoverWatch.Observation(
-            generation: generation, record: record, content: content,
-            holderState: record.map { ProcessState.of($0.pid) } ?? .unknown, now: MonotonicClock.nanos())
-    }
-
-    enum TakeoverOutcome {
-        case taken(Held)
-        /// The lease moved meanwhile (released, or taken by someone else): look again.
-        case moved
-        case blocked(Blocked)
-    }
-
-    /// Takes the lease over from a silent holder: a fresh lock file, locked, then one store
-    /// transaction that checks the epoch, records the next one and renames the file into place.
-    ///
-    /// - Parameter pursued: a takeover decided earlier and held up by the holder's open write
-    ///   transaction: the thawed holder may have beaten since (it was silent for a term, and its
-    ///   next write fails its fence), but it must still be the same holding, not let go.
-    private func takeOver(
-        _ seen: TakeoverWatch.Observation, silentNanos: UInt64, pursued: Bool
-    ) throws -> TakeoverOutcome {
-        let (storeEpoch, history) = try store.read { reader in
-            (try reader.leaseEpoch(), try reader.openLeaseRecord())
-        }
-        // The record names the epoch its holder took; one above the store's is a holder that had
-        // not written yet (its fence can never record now).
-        let heldEpoch = seen.record?.epoch ?? storeEpoch
-        let holder = heldEpoch == storeEpoch ? history : nil
-        let holderPid = seen.record?.pid ?? holder?.pid
-        let holderName = holder?.name ?? holderPid.map { "pid \($0)" } ?? "the holder"
-        let suffix = temporaryFiles.wrappingAdd(1, ordering: .relaxed).oldValue
-        let fresh = try FileLock(path: directory.path + "/.writer.lock.\(getpid()).\(suffix)")
-        let target = directory.writerLockPath
-        /// Unlocks the fresh file, deleting it unless it was put in place.
-        func discard() {
-            if fresh.path != target { unlink(fresh.path) }
-            fresh.unlock()
-        }
-        guard try fresh.tryLock() else {
-            discard()
-            return .moved
-        }
-        let epoch = max(storeEpoch, heldEpoch) + 1
-        // An earlier interval the silent holder never recorded the end of (it took the lease,
-        // then froze before its first write) ends as its record says.
-        let closing = seen.record?.closing(of: storeEpoch)
-        // The fresh file names the epoch it takes over, so the old holder, woken by the rename
-        // (which comes before the commit), tells it from a deleted lock file.
-        heartbeat.hold(fresh, epoch: epoch, takenOver: heldEpoch)
-        do {
-            let acquired = try store.takeOverLease(
-                from: storeEpoch, epoch: epoch, closing: closing, name: name, pid: getpid(),
-                deadline: ContinuousClock.now + takeoverLockWait
-            ) {
-                // The holder still looks as it did: same file, same record (it neither beat nor
-                // let go since; pursued, the same holding, not let go), so nobody took over or was
-                // granted the lock first.
-                let now = FileLock.recorded(at: target) ?? ""
-                let same: Bool
-                if pursued, let record = HeartbeatRecord(parsing: now), let before = seen.record {
-                    same = record.pid == before.pid && record.epoch == before.epoch && record.released == 0
-                } else {
-                    same = now == seen.content
-                }
-                guard FileIdentity.of(target) == seen.generation, same else {
-                    throw StoreError(.staleEpoch, "the lock file changed meanwhile")
-                }
-                try fresh.rename(to: target)
-            }
-            guard let acquired else {
-                heartbeat.drop()
-                discard()
-                return .moved
-            }
-            let takeover = Takeover(
-                epoch: heldEpoch, name: holder?.name, pid: holderPid, holderState: seen.holderState,
-                silentMillis: Double(silentNanos / 100_000) / 10)
-            let fence = LeaseFence(
-                epoch: epoch, holder: name, pid: getpid(), granted: acquired, previous: storeEpoch,
-                closing: nil, recorded: true, stillHeld: { fresh.isStillAtPath })
-            return .taken(adopt(Held(fence: fence, takeover: takeover), fresh))
-        } catch let error as StoreError where error.code == .busy {
-            heartbeat.drop()
-            discard()
-            let pid = holderPid ?? 0
-            let state = ProcessState.of(pid)
-            let message: String
-            switch state {
-            case .stopped:
-                message =
-                    "\(holderName) (pid \(pid)) is stopped inside a write transaction; resume it (kill -CONT \(pid)) or kill it"
-            case .hung:
-                message =
-                    "\(holderName) (pid \(pid)) is hung inside a write transaction (uninterruptible sleep); resume or kill it"
-            default:
-                message =
-                    "\(holderName) (pid \(pid)) has not renewed the writer lease for a full term and another process holds the store's write lock; the takeover waits for that lock"
-            }
-            return .blocked(
-                Blocked(name: holder?.name ?? holderName, pid: pid, holderState: state, message: message))
-        } catch let error as StoreError where error.code == .staleEpoch {
-            heartbeat.drop()
-            discard()
-            return .moved
-        } catch {
-            heartbeat.drop()
-            discard()
-            throw error
-        }
-    }
-
     /// Writes the release time into the lock file (the next holder's first write records it)
     /// and unlocks (closing the descriptor, which wakes the waiters); does nothing unless
     /// `held` is the current holding. Writes nothing to the store.
@@ -446,129 +300,6 @@ extension WriterLease {
         } catch {
             release(held)
             throw error
-        }
-    }
-}
-
-/// One wait for an exclusive `flock` in the kernel on one generation of the lock file, on a
-/// thread of its own (a blocked `flock` cannot be interrupted from Swift), so the waiter is woken
-/// the moment the lock is free. Abandoned (cancelled, timed out, or the lock file replaced by a
-/// takeover), the thread, once granted the lock, gives it straight back.
-final class PendingLock: Sendable {
-    /// The lock file this wait is on.
-    let generation: FileIdentity?
-    private let state = Mutex<(result: Result<FileLock, any Error>?, abandoned: Bool)>((nil, false))
-
-    /// Starts waiting for `lock`; `onGranted` is called (on the waiting thread) when the wait ends.
-    init(lock: FileLock, onGranted: @escaping @Sendable () -> Void) {
-        generation = lock.identity
-        let thread = Thread { [self] in
-            let result = Result { try lock.lock() }.map { lock }
-            let keep = self.state.withLock { state -> Bool in
-                if state.abandoned { return false }
-                state.result = result
-                return true
-            }
-            if keep { onGranted() } else { lock.unlock() }
-        }
-        thread.name = "baton.lease.wait"
-        thread.start()
-    }
-
-    /// The lock once granted (or the error the wait ended with); nil while still waiting.
-    /// Taken once.
-    func take() -> Result<FileLock, any Error>? {
-        state.withLock { state in
-            defer { state.result = nil }
-            return state.result
-        }
-    }
-
-    /// Gives up the wait: a lock granted already, or later, is released at once.
-    func abandon() {
-        let granted = state.withLock { state -> FileLock? in
-            state.abandoned = true
-            defer { state.result = nil }
-            return try? state.result?.get()
-        }
-        granted?.unlock()
-    }
-}
-
-/// Wakes a waiting acquisition: when a participant publishes its state, when `D/writer.lock` is
-/// replaced or deleted (a takeover: the waits on the old generation are moot), when the kernel
-/// grants the lock, when `wait` times out, or when the task is cancelled.
-final class LeaseChanges: Sendable {
-    private let state = Mutex<(rings: Int, waiters: [CheckedContinuation<Void, Never>])>((0, []))
-    private let listener = Mutex<Task<Void, Never>?>(nil)
-
-    init(directory: SharedDirectory) {
-        guard
-            let events = try? DirectoryWatcher(
-                root: directory.path, subdirectories: ["participants"], rootNamesOnly: true
-            ).events()
-        else { return }
-        let lockPath = directory.writerLockPath
-        let task = Task { [self] in
-            // Only a new generation of the lock file matters (a takeover, a deletion): every
-            // process that opens and closes it makes an event too.
-            var generation = FileIdentity.of(lockPath)
-            for await event in events {
-                if case .changed(let sub, let name) = event {
-                    if sub == "" {
-                        guard name == "writer.lock" else { continue }
-                        let now = FileIdentity.of(lockPath)
-                        guard now != generation else { continue }
-                        generation = now
-                    } else if !ParticipantStatus.isStatusFile(name, in: directory) {
-                        // Junk in participants/ never wakes a waiter.
-                        continue
-                    }
-                }
-                ring()
-            }
-        }
-        listener.withLock { $0 = task }
-    }
-
-    func stop() {
-        listener.withLock { $0?.cancel() }
-    }
-
-    @Sendable func ring() {
-        let waiters = state.withLock { state in
-            state.rings += 1
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-
-    /// Changes seen so far.
-    var rings: Int { state.withLock { $0.rings } }
-
-    /// Returns once there were more than `seen` changes, after `timeout`, or on cancellation,
-    /// whichever comes first.
-    func wait(after seen: Int, timeout: Duration) async {
-        // A dispatch timer, not a sleeping task: every contended turn of the lease waits once,
-        // and a task would cost two more jobs on the cooperative pool (its start, and its wake-up
-        // when cancelled).
-        let timer = DispatchWorkItem { [self] in ring() }
-        let (seconds, attoseconds) = timeout.components
-        let nanos = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanos)), execute: timer)
-        defer { timer.cancel() }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let ready = state.withLock { state -> Bool in
-                    if state.rings != seen { return true }
-                    state.waiters.append(continuation)
-                    return false
-                }
-                if ready { continuation.resume() }
-            }
-        } onCancel: {
-            ring()
         }
     }
 }

@@ -1,3 +1,4 @@
+import BatonStore
 import BatonSync
 
 /// A sync a participant runs whenever it becomes the writer: created on its first foreground,
@@ -24,6 +25,10 @@ public struct ParticipantConfiguration: Sendable {
     /// Higher wins the lease among foreground participants (host 100, extension 10 by default).
     public var priority: Int
     public var syncs: [ConfiguredSync]
+    /// The soups this participant's app uses, registered each time it becomes the writer, under
+    /// the lease and before anything else it writes (a soup already registered with these
+    /// index specs costs a read, no commit). Starting a process never writes the schema itself.
+    public var soups: [SoupSpec]
     /// The lifecycle to start in when no signal file exists yet (then it is written).
     public var initialLifecycle: Lifecycle?
     /// How long a stop may take before the statement in flight is interrupted.
@@ -38,7 +43,7 @@ public struct ParticipantConfiguration: Sendable {
 
     public init(
         name: String, role: ParticipantRole, priority: Int? = nil, syncs: [ConfiguredSync] = [],
-        initialLifecycle: Lifecycle? = nil,
+        soups: [SoupSpec] = [], initialLifecycle: Lifecycle? = nil,
         stopDeadline: Duration = .seconds(5),
         retryDelay: Duration? = .milliseconds(500),
         maxRetryDelay: Duration = .seconds(30),
@@ -48,6 +53,7 @@ public struct ParticipantConfiguration: Sendable {
         self.role = role
         self.priority = priority ?? role.defaultPriority
         self.syncs = syncs
+        self.soups = soups
         self.initialLifecycle = initialLifecycle
         self.stopDeadline = stopDeadline
         self.retryDelay = retryDelay

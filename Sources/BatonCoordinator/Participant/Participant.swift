@@ -196,7 +196,7 @@ public actor Participant: Service {
             }
         }
         do {
-            let result = try await store.write(held.access) { try body(LocalEdits($0)) }
+            let result = try await store.write(held.fence) { try body(LocalEdits($0)) }
             record(.localWrite(epoch: held.epoch))
             return result
         } catch let error as StoreError where error.code == .staleEpoch {
@@ -518,7 +518,10 @@ public actor Participant: Service {
         guard let held = machine.held else { return }
         await manager.setWriteAccess(held.access)
         do {
-            let recovered = try await manager.recoverInterruptedSyncs()
+            for soup in configuration.soups {
+                try await store.registerSoup(soup.name, indexSpecs: soup.indexSpecs, fence: held.fence)
+            }
+            let recovered = try await manager.recoverInterruptedSyncs(under: held.access)
             if !recovered.isEmpty {
                 log.log("syncs.recovered", ["ids": .array(recovered.map(JSONValue.int))])
             }
@@ -622,7 +625,7 @@ public actor Participant: Service {
         log.log("stopped", ["stopMs": .double((stopMs * 10).rounded() / 10)])
         await noteManagerState()
         try? store.checkpoint()
-        await manager.setWriteAccess(.none)
+        await manager.setWriteAccess(nil)
         await manager.setNotAcceptingHint(
             "participant '\(configuration.name)' does not hold the writer lease")
         // A local edit under way commits (or fails its fence) before the lease is let go.

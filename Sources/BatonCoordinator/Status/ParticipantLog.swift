@@ -7,7 +7,7 @@ import Synchronization
 /// `wall` (ms since 1970). Never tokens or record contents.
 public final class ParticipantLog: Sendable {
     /// Writes bytes to a descriptor, as `write(2)` does (replaceable to test short writes).
-    @_spi(Faults) public typealias Writer = @Sendable (Int32, UnsafeRawPointer?, Int) -> Int
+    package typealias Writer = @Sendable (Int32, UnsafeRawPointer?, Int) -> Int
 
     private let fd: Int32
     private let writer: Writer
@@ -19,7 +19,7 @@ public final class ParticipantLog: Sendable {
         try self.init(directory: directory, name: name, writer: { write($0, $1, $2) })
     }
 
-    @_spi(Faults) public init(directory: SharedDirectory, name: String, writer: @escaping Writer) throws {
+    package init(directory: SharedDirectory, name: String, writer: @escaping Writer) throws {
         try directory.ensureSubdirectory(directory.logsPath)
         let path = directory.logsPath + "/\(name).jsonl"
         fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)

@@ -56,12 +56,11 @@ final class BenchEnvironment: @unchecked Sendable {
     func syncDown(in shared: SharedDirectory, query: String, batchSize: Int) throws -> (
         store: SharedStore, manager: SyncManager, target: SoqlSyncDownTarget
     ) {
-        let store = try SharedStore.open(directory: shared, logger: quietLogger())
+        let unfenced = try UnfencedStore.open(directory: shared, logger: quietLogger())
         let manager = SyncManager(
-            store: store, access: .unleased, targetFactory: RESTTargetFactory(client: client),
-            logger: quietLogger())
+            unfenced: unfenced, targetFactory: RESTTargetFactory(client: client), logger: quietLogger())
         let target = try SoqlSyncDownTarget(client: client, query: query, batchSize: batchSize)
-        return (store, manager, target)
+        return (unfenced.store, manager, target)
     }
 
     func quietLogger() -> Logger {

@@ -33,17 +33,19 @@ public struct BenchWorker: Sendable {
         var logger = Logger(label: "baton.bench.worker")
         logger.logLevel = .critical
         let shared = try SharedDirectory(path: dir)
-        let store = try SharedStore.open(directory: shared, logger: logger)
+        // The busy timeout's and the floor's writes are outside the lease, on purpose: they are
+        // what the lease is measured against.
+        let unfenced = try UnfencedStore.open(directory: shared, logger: logger)
+        let store = unfenced.store
         switch mode {
         case "lease", "busy", "floor":
-            try store.registerSoup("writes", indexSpecs: [])
             let lease = try WriterLease(directory: shared, store: store, name: name)
             let floor = mode == "floor" ? try KernelLockFloor(path: dir + "/bench-floor.lock") : nil
             if waitForGo {
                 output("ready")
                 _ = readLine()
             }
-            let result = try await contend(store: store, lease: lease, floor: floor)
+            let result = try await contend(unfenced, lease: lease, floor: floor)
             output(result.jsonString)
         case "reader":
             // Subscribed before it says ready: no commit after that is missed.
@@ -58,8 +60,7 @@ public struct BenchWorker: Sendable {
         case "syncdown":
             let client = RESTClient(baseURL: server ?? "", token: "bench")
             let manager = SyncManager(
-                store: store, access: .unleased, targetFactory: RESTTargetFactory(client: client),
-                logger: logger)
+                unfenced: unfenced, targetFactory: RESTTargetFactory(client: client), logger: logger)
             let target = try SoqlSyncDownTarget(
                 client: client, query: "SELECT Id, Name, Number__c, Description FROM Account", batchSize: 2000
             )
@@ -85,7 +86,7 @@ public struct BenchWorker: Sendable {
     /// The contention loop: `writes` small writes, each timed from when it was ready to its
     /// commit. `lease` and `floor` take turns of `burst` writes and pause before asking again;
     /// `busy` writes one at a time and lets SQLite's busy timeout sort out who goes.
-    private func contend(store: SharedStore, lease: WriterLease, floor: KernelLockFloor?) async throws
+    private func contend(_ unfenced: UnfencedStore, lease: WriterLease, floor: KernelLockFloor?) async throws
         -> JSONValue
     {
         var latencies: [Double] = []
@@ -99,7 +100,7 @@ public struct BenchWorker: Sendable {
             do {
                 if mode == "busy" {
                     let row = row()
-                    try await store.writeUnleased { try $0.upsert(row, into: "writes") }
+                    try await unfenced.write { try $0.upsert(row, into: "writes") }
                     latencies.append(BenchStats.seconds(clock.now - ready) * 1000)
                     index += 1
                 } else {
@@ -113,9 +114,9 @@ public struct BenchWorker: Sendable {
                     for _ in 0..<min(burst, writes - index) {
                         let row = row()
                         if let held {
-                            try await store.write(held.access) { try $0.upsert(row, into: "writes") }
+                            try await unfenced.store.write(held.fence) { try $0.upsert(row, into: "writes") }
                         } else {
-                            try Self.writeNow(row, store)
+                            try Self.writeNow(row, unfenced)
                         }
                         latencies.append(BenchStats.seconds(clock.now - readyAt) * 1000)
                         readyAt = clock.now
@@ -142,8 +143,8 @@ public struct BenchWorker: Sendable {
     }
 
     /// A write on this thread (the floor's turn, like a lease turn, does not hop to GRDB's queue).
-    private static func writeNow(_ row: JSONObject, _ store: SharedStore) throws {
-        try store.writeUnleased { try $0.upsert(row, into: "writes") }
+    private static func writeNow(_ row: JSONObject, _ unfenced: UnfencedStore) throws {
+        try unfenced.write { try $0.upsert(row, into: "writes") }
     }
 
     /// `VmHWM` from /proc/self/status, in KiB.

@@ -103,12 +103,12 @@ struct IngestBench {
 
     /// Seconds for the store's own limit: the same records, pages of 2000, one transaction each.
     static func storeLimit(_ env: BenchEnvironment, pages: [[JSONObject]]) async throws -> Double {
-        let plain = try SharedStore.open(directory: try env.freshDirectory(), logger: env.quietLogger())
+        let plain = try UnfencedStore.open(directory: try env.freshDirectory(), logger: env.quietLogger())
         try plain.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
         let clock = ContinuousClock()
         let started = clock.now
         for page in pages {
-            try await plain.writeUnleased { transaction in
+            try await plain.write { transaction in
                 for record in page {
                     // What the sync down calls for each record.
                     try transaction.upsertClean(record, syncId: 1, into: "accounts", externalIdPath: "Id")
@@ -124,10 +124,9 @@ struct IngestBench {
     /// before the clock starts. What is left is SQLite's own work for this data.
     static func rawLoop(_ env: BenchEnvironment, pages: [[JSONObject]]) async throws -> Double {
         let directory = try env.freshDirectory()
-        let store = try SharedStore.open(directory: directory, logger: env.quietLogger())
-        let soup = try await store.writeUnleased { transaction in
-            try transaction.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
-        }
+        let unfenced = try UnfencedStore.open(directory: directory, logger: env.quietLogger())
+        let store = unfenced.store
+        let soup = try unfenced.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
         let ddl = try await store.read { try soup.schemaStatements(in: $0) }
         let now = WallClock.nowMillis()
         let rows = pages.map { page in

@@ -40,7 +40,10 @@ struct ProcessBench {
         _ env: BenchEnvironment, mode: String, processes: Int = 8, writes: Int = 200
     ) async throws -> (latencies: [Double], errors: Int, seconds: Double) {
         let shared = try env.freshDirectory()
-        _ = try SharedStore.open(directory: shared, logger: env.quietLogger())
+        // The workers' soup, made before any of them starts (set-up, outside the contention).
+        let setup = try UnfencedStore.open(directory: shared, logger: env.quietLogger())
+        try setup.registerSoup("writes", indexSpecs: [])
+        try setup.close()
         var workers: [WorkerProcess] = []
         for index in 0..<processes {
             workers.append(

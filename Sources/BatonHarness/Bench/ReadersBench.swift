@@ -21,8 +21,9 @@ enum ReadersBench {
 
     static func run(_ env: BenchEnvironment, commits: Int = 200, pageSize: Int = 50) async throws -> Result {
         let shared = try env.freshDirectory()
-        let store = try SharedStore.open(directory: shared, logger: env.quietLogger())
-        try store.registerSoup("pages", indexSpecs: [IndexSpec(path: "n", type: .integer)])
+        let writer = try UnfencedStore.open(directory: shared, logger: env.quietLogger())
+        let store = writer.store
+        try writer.registerSoup("pages", indexSpecs: [IndexSpec(path: "n", type: .integer)])
         let first = try store.changeSequence()
         let reader = try await WorkerProcess(
             env,
@@ -39,7 +40,7 @@ enum ReadersBench {
                 ]
             }
             let begin = MonotonicClock.nanos()
-            try await store.writeUnleased { transaction in try transaction.upsert(page, into: "pages") }
+            try await writer.write { transaction in try transaction.upsert(page, into: "pages") }
             started[first + Int64(index) + 1] = (begin, MonotonicClock.nanos())
             // A reader is notified of each commit, not of a burst: the next page comes later.
             try await Task.sleep(for: .milliseconds(2))

@@ -1,8 +1,9 @@
 import BatonCoordinator
 import BatonREST
 import BatonServer
-@_spi(Faults) import BatonStore
+import BatonStore
 import Foundation
+import Logging
 
 extension ChaosRun {
     /// One round: maybe local edits, server-side changes for the reSync to fetch, a hand-over
@@ -289,11 +290,11 @@ extension ChaosRun {
         try await untilNobodyWrites(round: round)
         try await WriterLease(directory: shared, store: store, name: "chaos").withLease(timeout: .seconds(30))
         {
-            try await edit(round: round, store: store, access: $0.access)
+            try await edit(round: round, store: store, fence: $0.fence)
         }
     }
 
-    func edit(round: Int, store: SharedStore, access: WriteAccess) async throws {
+    func edit(round: Int, store: SharedStore, fence: LeaseFence) async throws {
         let onServer = Set(
             try await client.adminRecords(type: "Account").compactMap { $0["Id"]?.stringValue })
         let entries = try await store.read { try $0.query(.all, in: "accounts") }
@@ -315,7 +316,7 @@ extension ChaosRun {
             ])
         }
         let toUpdate = updates
-        let written = try await store.write(access) { transaction -> [LocalEdit] in
+        let written = try await store.write(fence) { transaction -> [LocalEdit] in
             var written: [LocalEdit] = []
             for (entryId, record) in toUpdate {
                 try transaction.upsert(record, into: "accounts", entryId: entryId)
@@ -343,7 +344,10 @@ extension ChaosRun {
         guard let store, let sabotage = options.sabotage else { return }
         switch sabotage {
         case .unleasedWrite:
-            try await store.writeUnleased { transaction in
+            // A second handle, opened to write outside the lease: what the audit must catch.
+            let unfenced = try UnfencedStore.open(directory: shared, logger: Logger(label: "baton.chaos"))
+            defer { try? unfenced.close() }
+            try await unfenced.write { transaction in
                 _ = try transaction.upsert(["Name": "written without the lease"], into: "accounts")
             }
         case .lostEdit:
@@ -353,7 +357,7 @@ extension ChaosRun {
                 timeout: .seconds(30)
             ) {
                 held in
-                try await store.write(held.access) { transaction in
+                try await store.write(held.fence) { transaction in
                     for entryId in lost {
                         guard let entry = try transaction.entry(entryId, in: "accounts"),
                             entry.record["Id"] != nil

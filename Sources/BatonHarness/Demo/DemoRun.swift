@@ -165,7 +165,7 @@ public final class DemoRun: @unchecked Sendable {
         let lease = try WriterLease(directory: shared, store: store, name: "demo")
         let held = try await lease.acquire(deadline: .now + .seconds(30))
         defer { lease.release(held) }
-        return try await store.write(held.access) { transaction -> String? in
+        return try await store.write(held.fence) { transaction -> String? in
             guard var entry = try transaction.query(SoupQuery(limit: 1), in: "accounts").first else {
                 return nil
             }

@@ -1,6 +1,6 @@
 import BatonCoordinator
 import BatonREST
-@_spi(Faults) import BatonStore
+import BatonStore
 import BatonSync
 import Foundation
 import Logging
@@ -63,14 +63,19 @@ public struct ParticipantLaunch: Sendable {
     public func run(started: (String) -> Void) async throws {
         var logger = Logger(label: "baton.participant.\(name)")
         logger[metadataKey: "baton.participant"] = "\(name)"
+        // Storage faults only when asked for: without them the store makes no hook call.
+        let faults = storageFaultFile.map { file in
+            let faults = StorageFaults()
+            faults.failWritesWhileFileExists(file)
+            return faults
+        }
         let store = try SharedStore.open(
             directory: try SharedDirectory(path: directory, create: true), create: true,
-            busyTimeout: .milliseconds(Int64(busyTimeout * 1000)), logger: logger)
-        store.faults.failWritesWhileFileExists(storageFaultFile)
+            busyTimeout: .milliseconds(Int64(busyTimeout * 1000)), faults: faults, logger: logger)
         let client = RESTClient(baseURL: server, token: token, logger: logger)
         let syncs = try specs.syncs(client: client)
         let manager = SyncManager(
-            store: store, access: .none, targetFactory: RESTTargetFactory(client: client), logger: logger)
+            store: store, targetFactory: RESTTargetFactory(client: client), logger: logger)
         let participant = try Participant(
             configuration: ParticipantConfiguration(
                 name: name, role: role, priority: priority, syncs: syncs, initialLifecycle: initialLifecycle,

@@ -21,9 +21,13 @@ public struct LeaseClosing: Sendable, Hashable {
     }
 }
 
-/// The handle a lease holder's writes go through: the epoch that fences them, and the
+/// The right to write under the writer lease: the epoch that fences a holder's writes, and the
 /// bookkeeping of the holding, which the holder's first write records in its own transaction
 /// (a turn of the lease costs no transaction of its own).
+///
+/// Only the writer lease mints one (``WriterLease`` in BatonCoordinator, when it is granted the
+/// lock): there is no public initializer, so code outside Baton cannot write to a
+/// ``SharedStore`` without holding the lease. Give it to ``SharedStore/write(_:deadline:_:)``.
 ///
 /// The first write commits only if the store's epoch is still the one seen when the lease was
 /// granted (``previous``) and the lock is still the one in place (`stillHeld`, asked inside the
@@ -32,6 +36,8 @@ public struct LeaseClosing: Sendable, Hashable {
 /// is ``epoch``. A holder frozen before its first write and taken over meanwhile can never
 /// record or commit anything.
 public final class LeaseFence: Sendable, Hashable, CustomStringConvertible {
+    /// The store this holding may write to.
+    let store: SharedStore
     /// The epoch every write of this holding is fenced by.
     public let epoch: Int64
     public let holder: String
@@ -46,14 +52,17 @@ public final class LeaseFence: Sendable, Hashable, CustomStringConvertible {
     private let stillHeld: @Sendable () -> Bool
     private let recorded: Atomic<Bool>
 
+    /// For the writer lease only.
+    ///
     /// - Parameters:
     ///   - recorded: true when the holding is in the store already (a takeover records it in its
     ///     own transaction).
     ///   - stillHeld: whether the lock that grants this holding is still the one in place.
-    public init(
-        epoch: Int64, holder: String, pid: Int32, granted: Int64, previous: Int64, closing: LeaseClosing?,
-        recorded: Bool = false, stillHeld: @escaping @Sendable () -> Bool
+    package init(
+        store: SharedStore, epoch: Int64, holder: String, pid: Int32, granted: Int64, previous: Int64,
+        closing: LeaseClosing?, recorded: Bool = false, stillHeld: @escaping @Sendable () -> Bool
     ) {
+        self.store = store
         self.epoch = epoch
         self.holder = holder
         self.pid = pid
@@ -127,19 +136,53 @@ public final class LeaseFence: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// What a process's writes go through: the lease it holds, or a write outside any lease that a
-/// caller means (a single-process store, `baton store upsert --unleased`), or nothing.
+/// What a process's writes go through: the fence of the writer lease it holds, or a handle
+/// opened to write outside any lease. Neither can be made by hand: a ``LeaseFence`` comes only
+/// from the writer lease, an ``UnfencedStore`` only from ``UnfencedStore/open(directory:create:busyTimeout:logger:)``.
+///
+/// The sync engine holds one while it may write (``SyncManager`` in BatonSync).
 public enum WriteAccess: Sendable, Hashable {
     /// Under the writer lease: every write is fenced by it.
     case lease(LeaseFence)
-    /// Outside any lease, on purpose.
-    case unleased
-    /// This process may not write now (it does not hold the lease).
-    case none
+    /// Outside any lease, through a handle opened for that (tools run with `--unleased`, a store
+    /// only one process ever writes, benchmarks). Its commits are recorded as made outside the
+    /// lease, and `baton lease check` reports them.
+    case unfenced(UnfencedStore)
 
     /// The fencing epoch, when under a lease.
     public var epoch: Int64? {
         if case .lease(let fence) = self { return fence.epoch }
         return nil
+    }
+
+    /// The store this access writes to.
+    public var store: SharedStore {
+        switch self {
+        case .lease(let fence): fence.store
+        case .unfenced(let handle): handle.store
+        }
+    }
+
+    /// Runs `body` in one write transaction through this access. See
+    /// ``SharedStore/write(_:deadline:_:)`` and ``UnfencedStore/write(deadline:_:)``.
+    @discardableResult
+    public func write<T>(
+        deadline: ContinuousClock.Instant? = nil, _ body: (StoreTransaction) throws -> T
+    ) throws -> T {
+        switch self {
+        case .lease(let fence): try fence.store.write(fence, deadline: deadline, body)
+        case .unfenced(let handle): try handle.write(deadline: deadline, body)
+        }
+    }
+
+    /// The async form of ``write(deadline:_:)``.
+    @discardableResult
+    public func write<T: Sendable>(
+        deadline: ContinuousClock.Instant? = nil, _ body: @escaping @Sendable (StoreTransaction) throws -> T
+    ) async throws -> T {
+        switch self {
+        case .lease(let fence): try await fence.store.write(fence, deadline: deadline, body)
+        case .unfenced(let handle): try await handle.write(deadline: deadline, body)
+        }
     }
 }

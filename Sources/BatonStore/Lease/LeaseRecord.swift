@@ -66,7 +66,7 @@ extension StoreTransaction {
     /// store's): closes the interval before it as `closing` says (if still open) and appends the
     /// history row. Call only while holding the lease lock; a ``LeaseFence`` does, in its first
     /// write.
-    public func recordLeaseEpoch(
+    package func recordLeaseEpoch(
         _ epoch: Int64, name: String, pid: Int32, acquired: Int64, closing: LeaseClosing
     ) throws {
         try cached("UPDATE lease SET epoch = ? WHERE id = 1").execute(arguments: [epoch])
@@ -81,7 +81,7 @@ extension StoreTransaction {
     /// and tools that hold the lease lock themselves).
     ///
     /// - Returns: the new epoch.
-    public func beginLeaseEpoch(name: String, pid: Int32) throws -> Int64 {
+    package func beginLeaseEpoch(name: String, pid: Int32) throws -> Int64 {
         let previous = try leaseEpoch()
         try recordLeaseEpoch(
             previous + 1, name: name, pid: pid, acquired: now,
@@ -90,7 +90,7 @@ extension StoreTransaction {
     }
 
     /// Closes the history row of `epoch` as released now.
-    public func endLeaseEpoch(_ epoch: Int64) throws {
+    package func endLeaseEpoch(_ epoch: Int64) throws {
         try cached(
             "UPDATE lease_history SET released = ?, releaseKind = 'released' WHERE epoch = ? AND released IS NULL"
         ).execute(arguments: [now, epoch])

@@ -3,6 +3,29 @@ import GRDB
 /// The store's schema, as a list of migrations that only ever grows: a shipped migration is
 /// never edited, a change is a new migration appended at the end.
 enum StoreMigrations {
+    /// Brings the store's schema up to date. Runs only when some migration is missing (a new
+    /// store, or one written by an older Baton): opening an up-to-date store writes nothing.
+    ///
+    /// Migrations run outside the writer lease, under `D/setup.lock`, as the process that opens
+    /// the store first. That is harmless: they only create or add (a migration is never edited,
+    /// and none rewrites records), SQLite's write lock serializes them with any writer, they are
+    /// not in the commit log (so the lease audit sees no commit outside the lease), and each
+    /// runs once per store.
+    ///
+    /// - Throws: `schemaTooNew` when a newer Baton wrote the store.
+    static func migrateIfNeeded(_ pool: DatabasePool, directory: SharedDirectory) throws {
+        let migrator = Self.migrator
+        let (superseded, complete) = try pool.read { db in
+            (try migrator.hasBeenSuperseded(db), try migrator.hasCompletedMigrations(db))
+        }
+        if superseded {
+            throw StoreError(
+                .schemaTooNew,
+                "the store in \(directory.path) was written by a newer Baton; upgrade baton to open it")
+        }
+        if !complete { try migrator.migrate(pool) }
+    }
+
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in

@@ -1,20 +1,32 @@
 extension SharedStore {
-    /// Registers a soup in its own transaction, outside any lease (setting the schema up, as
-    /// every process does when it starts). See ``StoreTransaction/registerSoup(_:indexSpecs:)``.
+    /// Registers a soup under the writer lease: a read when it exists with these index specs
+    /// already (nothing is committed, so every process may call this at start-up), else one
+    /// write fenced by `fence` that creates it or adds the missing indexes.
+    ///
+    /// A process that is not the writer yet registers its soups when it becomes the writer
+    /// (`ParticipantConfiguration.soups` does that). See
+    /// ``StoreTransaction/registerSoup(_:indexSpecs:)``.
+    ///
+    /// - Throws: `invalidName` or `invalidIndexPath` for bad input; `staleEpoch` when the lease
+    ///   moved on; ``StoreError`` on a failed write.
     @discardableResult
-    public func registerSoup(_ name: String, indexSpecs: [IndexSpec]) throws -> SoupDescription {
-        try writeUnleased { try $0.registerSoup(name, indexSpecs: indexSpecs) }
+    public func registerSoup(_ name: String, indexSpecs: [IndexSpec], fence: LeaseFence) async throws
+        -> SoupDescription
+    {
+        if let existing = try registeredSoup(name, indexSpecs: indexSpecs) { return existing }
+        return try await write(fence) { try $0.registerSoup(name, indexSpecs: indexSpecs) }
     }
 
-    /// Upserts one record in its own transaction, outside any lease (a store only this process
-    /// writes). See ``StoreTransaction/upsert(_:into:entryId:externalIdPath:)``.
-    @discardableResult
-    public func upsertUnleased(
-        _ record: JSONObject, into soupName: String, entryId: Int64? = nil, externalIdPath: String? = nil
-    ) throws -> SoupEntry {
-        try writeUnleased {
-            try $0.upsert(record, into: soupName, entryId: entryId, externalIdPath: externalIdPath)
-        }
+    /// The soup named `name` when it exists and indexes every path of `indexSpecs` already (a
+    /// registration would change nothing), else nil. A read.
+    ///
+    /// - Throws: `invalidName` or `invalidIndexPath` for bad input.
+    public func registeredSoup(_ name: String, indexSpecs: [IndexSpec]) throws -> SoupDescription? {
+        try Names.validate(name, what: "soup name")
+        for spec in indexSpecs { try IndexSpec.validate(path: spec.path) }
+        guard let existing = try read({ try $0.soupIfExists(name) }) else { return nil }
+        let indexed = Set(existing.indexSpecs.map(\.path))
+        return indexSpecs.allSatisfy { indexed.contains($0.path) } ? existing : nil
     }
 
     /// The records matching `query`.

@@ -27,7 +27,7 @@ extension SyncManager {
                 return nil
             }
             do {
-                try checkpoint(state.id)
+                try checkForStop(state.id)
                 switch state.type {
                 case .syncDown: try await runSyncDown(&state, inclusive: inclusive, onUpdate: job.onUpdate)
                 case .syncUp: try await runSyncUp(&state, onUpdate: job.onUpdate)

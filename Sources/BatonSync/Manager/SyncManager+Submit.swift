@@ -111,8 +111,8 @@ extension SyncManager {
         let fresh = SyncState(
             name: name, type: type, target: targetJSON, options: options, soupName: soupName)
         let row = fresh.row
-        let access = writeAccess
-        let inserted = try await store.write(access) { transaction in
+        let access = try writer()
+        let inserted = try await access.write { transaction in
             try transaction.registerSoup(soupName, indexSpecs: [IndexSpec(path: idField, type: .string)])
             return try transaction.insertSyncState(row)
         }

@@ -14,7 +14,7 @@ extension SyncManager {
     func runSyncDown(_ state: inout SyncState, inclusive: Bool, onUpdate: SyncUpdateBlock?) async throws {
         let target = try factory.syncDownTarget(from: state.target)
         let sorted = target.isSyncDownSortedByLatestModification()
-        try checkpoint(state.id)
+        try checkForStop(state.id)
         var page = try await target.startFetch(maxTimeStamp: state.maxTimeStamp, inclusive: inclusive)
         // Mobile Sync reports the now known size, at progress 0, before saving anything.
         var sized = state
@@ -25,7 +25,7 @@ extension SyncManager {
         var fetched = 0
         var newest = state.maxTimeStamp
         while true {
-            try checkpoint(state.id)
+            try checkForStop(state.id)
             let pageNewest =
                 sorted
                 ? Self.sortedWatermark(page.records, after: newest, target: target)
@@ -37,7 +37,7 @@ extension SyncManager {
             // As Mobile Sync: progress moves (and is reported) only below 100%; `done` says the rest.
             let reportsProgress = pageFetched < next.totalSize
             if reportsProgress { next.progress = pageFetched * 100 / next.totalSize }
-            if advancesStateBeforeCommit { state = next }
+            if let hook = hooks?.pageWillSave { hook(&state, next) }
             // Leaving the loop by a throw cancels (and awaits) this fetch.
             let current = page
             async let following = target.continueFetch(after: current)
@@ -46,7 +46,7 @@ extension SyncManager {
             newest = pageNewest
             fetched = pageFetched
             if reportsProgress { notify(state, onUpdate: onUpdate) }
-            try checkpoint(state.id)
+            try checkForStop(state.id)
             guard let next = try await following else { break }
             page = next
         }
@@ -99,13 +99,12 @@ extension SyncManager {
         let soup = state.soupName
         let syncId = state.id
         let leaveIfChanged = state.mergeMode == .leaveIfChanged
-        let access = writeAccess
-        let store = self.store
+        let access = try writer()
         // A page that arrived is saved even if a stop lands meanwhile: the write runs in a task
         // of its own (awaited, so still in order) that the stop's cancellation does not reach;
         // the stop is seen at the next check. Only the page in flight is ever lost.
         try await Task.detached {
-            try await store.write(access) { transaction in
+            try await access.write { transaction in
                 for record in records {
                     guard let serverId = record[idField], !serverId.isNull else { continue }
                     if leaveIfChanged,
@@ -129,20 +128,20 @@ extension SyncManager {
         }
         let target = try factory.syncDownTarget(from: state.target)
         var remote = Set<String>()
-        try checkpoint(syncId)
+        try checkForStop(syncId)
         var page = try await target.startRemoteIdFetch()
         while true {
-            try checkpoint(syncId)
+            try checkForStop(syncId)
             remote.formUnion(page.ids)
             guard let next = try await target.continueRemoteIdFetch(after: page) else { break }
             page = next
         }
-        try checkpoint(syncId)
+        try checkForStop(syncId)
         let remoteIds = remote
         let soup = state.soupName
         let idField = target.idFieldName
-        let access = writeAccess
-        let deleted = try await store.write(access) { transaction -> Int in
+        let access = try writer()
+        let deleted = try await access.write { transaction -> Int in
             var ghosts: [Int64] = []
             try transaction.forEachPage(
                 of: SoupQuery(where: [.exact(LocalFlags.syncId, .int(syncId))]), in: soup

@@ -23,7 +23,7 @@ extension SyncManager {
         var processed = 0
         var start = 0
         while start < dirtyIds.count {
-            try checkpoint(state.id)
+            try checkForStop(state.id)
             let batch = Array(dirtyIds[start..<min(dirtyIds.count, start + max(1, target.batchSize))])
             start += batch.count
             try await syncUpBatch(batch, state: state, target: target)
@@ -35,7 +35,7 @@ extension SyncManager {
             guard let last = steps.last else { continue }
             var next = state
             next.progress = last
-            try await writeState(next)
+            try await writeState(next, through: writer())
             state = next
             for progress in steps {
                 var step = next
@@ -50,11 +50,11 @@ extension SyncManager {
         let idField = target.idFieldName
         let extField = target.externalIdFieldName
         let fieldlist = state.options.fieldlist
-        let access = writeAccess
+        let access = try writer()
 
         // 1. Classify; give new records their external id and drop created-then-deleted ones,
         //    locally and durably, before anything reaches the server.
-        let (changes, classified) = try await store.write(access) {
+        let (changes, classified) = try await access.write {
             transaction -> ([LocalChange], [Int64: JSONObject]) in
             var changes: [LocalChange] = []
             var sentRecords: [Int64: JSONObject] = [:]
@@ -123,7 +123,7 @@ extension SyncManager {
                 return serverStamp <= (localStamps[change.entryId] ?? Int64.max)
             }
         }
-        try checkpoint(state.id)
+        try checkForStop(state.id)
 
         // 3. Send; under overwrite, updates of records deleted on the server are recreated.
         var outcomes: [Int64: SyncUpOutcome] = [:]
@@ -131,7 +131,7 @@ extension SyncManager {
         for (change, outcome) in zip(toSend, sent) { outcomes[change.entryId] = outcome }
         if state.mergeMode == .overwrite {
             let missing = toSend.filter { $0.kind == .update && outcomes[$0.entryId] == .missingOnServer }
-            let (recreate, resent) = try await store.write(access) {
+            let (recreate, resent) = try await access.write {
                 transaction -> ([LocalChange], [Int64: JSONObject]) in
                 var again: [LocalChange] = []
                 var resent: [Int64: JSONObject] = [:]
@@ -153,7 +153,7 @@ extension SyncManager {
             }
             sentRecords.merge(resent) { _, new in new }
             if !recreate.isEmpty {
-                try checkpoint(state.id)
+                try checkForStop(state.id)
                 for (change, outcome) in zip(recreate, try await target.send(recreate)) {
                     outcomes[change.entryId] = outcome
                 }
@@ -165,7 +165,7 @@ extension SyncManager {
         let finalOutcomes = outcomes
         let sentAs = sentRecords
         let gone = serverGone
-        try await store.write(access) { transaction in
+        try await access.write { transaction in
             for (entryId, kind) in kinds.sorted(by: { $0.key < $1.key }) {
                 guard var record = try transaction.entry(entryId, in: soup)?.record else { continue }
                 guard let outcome = finalOutcomes[entryId] else {

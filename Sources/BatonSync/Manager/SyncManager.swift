@@ -10,14 +10,20 @@ import Logging
 /// ``updates()`` hear every persisted change; ``waitForSync(id:)`` awaits the end of a run.
 ///
 /// ```swift
-/// let manager = SyncManager(store: store, access: .unleased, targetFactory: RESTTargetFactory(client: client))
+/// let manager = SyncManager(store: store, targetFactory: RESTTargetFactory(client: client))
 /// try await withThrowingTaskGroup(of: Void.self) { group in
 ///     group.addTask { try await manager.run() }
+///     let held = try await lease.acquire()
+///     await manager.setWriteAccess(.lease(held.fence))
 ///     let sync = try await manager.syncDown(target: target, soupName: "accounts", name: "accounts")
 ///     let final = await manager.waitForSync(id: sync.id)
 ///     group.cancelAll()
 /// }
 /// ```
+///
+/// A ``Participant`` (BatonCoordinator) does the lease part: it gives the manager the lease's
+/// fence when it becomes the writer and takes it back before it lets go. Until it has one, every
+/// write fails and the manager accepts no sync.
 public actor SyncManager {
     struct Job: Sendable {
         enum Kind: Sendable {
@@ -35,9 +41,11 @@ public actor SyncManager {
     let factory: any SyncTargetFactory
     let logger: Logger
     var machine = ManagerStateMachine()
-    /// What every write goes through: the writer lease held now (fenced), `.unleased` (a store
-    /// only this process writes), or `.none` (not the writer: every write fails).
-    var writeAccess: WriteAccess
+    /// What every write goes through: the writer lease held now (fenced), an unfenced handle (a
+    /// store only this process writes), or nil (not the writer: every write fails).
+    var writeAccess: WriteAccess?
+    /// Test hooks (nil in production).
+    let hooks: SyncHooks?
     /// Added to "not accepting" errors, e.g. who the writer is.
     var notAcceptingHint: String?
     var queue: [Job] = []
@@ -54,30 +62,38 @@ public actor SyncManager {
     var observer: (@Sendable (SyncState) -> Void)?
     /// Batches of queued syncs a stop is still marking `stopped` (they count as active work).
     var finishingQueued = 0
-    /// The original data-loss bug, switchable for one purpose: proving that the storage-fault
-    /// sweep catches it.
-    var advancesStateBeforeCommit = false
-
-    /// Switches the original data-loss bug on (state advanced before its page commits), for one
-    /// purpose: proving that the storage-fault sweep catches it.
-    @_spi(Faults) public func reintroduceAdvanceBeforeCommitBug(_ on: Bool) {
-        advancesStateBeforeCommit = on
-    }
     let broadcaster = UpdateBroadcaster()
     nonisolated let wakeups: AsyncStream<Void>
     nonisolated let wake: AsyncStream<Void>.Continuation
 
-    /// A manager for `store` that rebuilds targets with `targetFactory`.
-    ///
-    /// - Parameter access: what its writes go through. A participant passes `.none` and sets the
-    ///   lease with ``setWriteAccess(_:)`` once it holds it; a process that is the store's only
-    ///   writer passes `.unleased`.
+    /// A manager for `store` that rebuilds targets with `targetFactory`. It may not write (and
+    /// accepts no sync) until it is given the writer lease's fence with ``setWriteAccess(_:)``.
     public init(
-        store: SharedStore, access: WriteAccess, targetFactory: any SyncTargetFactory,
+        store: SharedStore, targetFactory: any SyncTargetFactory, logger: Logger = Logger(label: "baton.sync")
+    ) {
+        self.init(store: store, access: nil, targetFactory: targetFactory, hooks: nil, logger: logger)
+    }
+
+    /// A manager that writes outside the lease through `unfenced`: for a store only this
+    /// process writes (a tool, a benchmark, a single-process app).
+    public init(
+        unfenced: UnfencedStore, targetFactory: any SyncTargetFactory,
         logger: Logger = Logger(label: "baton.sync")
     ) {
+        self.init(
+            store: unfenced.store, access: unfenced.access, targetFactory: targetFactory, hooks: nil,
+            logger: logger)
+    }
+
+    /// Either of the above, with test hooks.
+    package init(
+        store: SharedStore, access: WriteAccess?, targetFactory: any SyncTargetFactory, hooks: SyncHooks?,
+        logger: Logger
+    ) {
+        precondition(access == nil || access?.store === store, "the write access is for another store")
         self.store = store
         self.writeAccess = access
+        self.hooks = hooks
         self.factory = targetFactory
         self.logger = logger
         (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -217,16 +233,30 @@ public actor SyncManager {
         return restarted
     }
 
-    /// Sets what every write goes through (the coordinator sets the lease after taking it, and
-    /// `.none` once it let go). Final states not yet persisted under the previous access are left
-    /// to the next holder's recovery.
-    public func setWriteAccess(_ access: WriteAccess) {
+    /// Sets what every write goes through: the coordinator gives the lease's fence after taking
+    /// it, and nil before it lets go. Final states not yet persisted under the previous access
+    /// are left to the next holder's recovery.
+    ///
+    /// - Precondition: `access` writes to this manager's store.
+    public func setWriteAccess(_ access: WriteAccess?) {
+        precondition(access == nil || access?.store === store, "the write access is for another store")
         if access != writeAccess { unpersistedFinals.removeAll() }
         writeAccess = access
     }
 
-    /// What writes go through now.
-    public var access: WriteAccess { writeAccess }
+    /// What writes go through now (nil: this manager may not write).
+    public var access: WriteAccess? { writeAccess }
+
+    /// The access every write goes through now.
+    ///
+    /// - Throws: `staleEpoch` when this manager may not write (its process does not hold the
+    ///   writer lease).
+    func writer() throws -> WriteAccess {
+        guard let writeAccess else {
+            throw StoreError(.staleEpoch, "this process does not hold the writer lease; nothing was written")
+        }
+        return writeAccess
+    }
 
     /// The sync ids whose final state (`done`, `failed`, `stopped`) was reported but could not
     /// be persisted yet (a full disk, a lock held elsewhere); the manager keeps trying.
@@ -237,15 +267,17 @@ public actor SyncManager {
         notAcceptingHint = hint
     }
 
-    /// Turns syncs left `running` by a dead process into `stopped`. Only the writer-lease
-    /// holder may call this, and only while this manager runs nothing.
+    /// Turns syncs left `running` by a dead process into `stopped`: nobody else can be running
+    /// them while `access` (the writer lease's fence) holds. Does nothing while this manager
+    /// runs a sync.
     ///
     /// - Returns: the ids it recovered.
+    /// - Throws: `staleEpoch` when the lease moved on; ``StoreError`` on a failed write.
     @discardableResult
-    public func recoverInterruptedSyncs() async throws -> [Int64] {
+    public func recoverInterruptedSyncs(under access: WriteAccess) async throws -> [Int64] {
+        precondition(access.store === store, "the write access is for another store")
         guard current == nil, queue.isEmpty else { return [] }
-        let access = writeAccess
-        let ids = try await store.write(access) { transaction in
+        let ids = try await access.write { transaction in
             try transaction.changeSyncStatus(
                 from: SyncStatus.running.rawValue, to: SyncStatus.stopped.rawValue)
         }
@@ -304,8 +336,7 @@ public actor SyncManager {
         guard !isQueuedOrRunning(id) else {
             throw SyncError(.alreadyRunning, "sync \(id) is running; stop it before deleting it")
         }
-        let access = writeAccess
-        let existed = try await store.write(access) { try $0.deleteSyncState(id: id) }
+        let existed = try await writer().write { try $0.deleteSyncState(id: id) }
         guard existed else { throw SyncError(.unknownSync, "no sync with id \(id)") }
     }
 
@@ -337,7 +368,9 @@ public actor SyncManager {
         }
     }
 
-    func checkpoint(_ id: Int64) throws {
+    /// Throws ``SyncInterrupted`` when the sync must stop here: a stop, a cancel of this sync,
+    /// or a cancelled task.
+    func checkForStop(_ id: Int64) throws {
         if machine.state != .acceptingSyncs || cancelRequested.contains(id) || Task.isCancelled {
             throw SyncInterrupted()
         }
@@ -351,28 +384,25 @@ public actor SyncManager {
             || (error as? StoreError)?.code == .staleEpoch
     }
 
-    /// Persists a state (fenced) and tells listeners.
+    /// Persists a state through the current access (fenced by the lease) and tells listeners.
     func persist(_ state: SyncState, onUpdate: SyncUpdateBlock?) async throws {
-        try await writeState(state)
+        try await writeState(state, through: writer())
         notify(state, onUpdate: onUpdate)
     }
 
     /// Saves a sync's state, telling no one.
-    func writeState(_ state: SyncState) async throws {
+    func writeState(_ state: SyncState, through access: WriteAccess) async throws {
         let row = state.row
-        let access = writeAccess
-        try await store.write(access) { try $0.updateSyncState(row) }
+        try await access.write { try $0.updateSyncState(row) }
     }
 
     /// Writes a sync's state in a task of its own: a stop's cancellation does not reach it,
     /// and the manager stays free to take calls (a `stop()`) while the write waits for a lock
     /// held elsewhere.
-    func writeUncancelled(_ state: SyncState) async throws {
+    func writeUncancelled(_ state: SyncState, through access: WriteAccess) async throws {
         let row = state.row
-        let access = writeAccess
-        let store = self.store
         try await Task.detached {
-            try await store.write(access) { try $0.updateSyncState(row) }
+            try await access.write { try $0.updateSyncState(row) }
         }.value
     }
 
@@ -383,7 +413,7 @@ public actor SyncManager {
     /// growing pause, until it lands, the sync runs again, or the lease moves on.
     func persistFinal(_ state: SyncState, onUpdate: SyncUpdateBlock?) async {
         do {
-            try await writeUncancelled(state)
+            try await writeUncancelled(state, through: writer())
             unpersistedFinals[state.id] = nil
         } catch {
             logger.error(
@@ -427,7 +457,7 @@ public actor SyncManager {
         // A sync submitted again meanwhile left this list in `submit`.
         for (id, state) in unpersistedFinals.sorted(by: { $0.key < $1.key }) {
             do {
-                try await writeUncancelled(state)
+                try await writeUncancelled(state, through: writer())
                 // A run submitted meanwhile took over: leave its state alone next time.
                 if unpersistedFinals[id] == state { unpersistedFinals[id] = nil }
             } catch let error as StoreError where error.code == .staleEpoch || error.code == .storeFileChanged

@@ -3,6 +3,7 @@ import BatonCoordinator
 import BatonHarness
 import BatonStore
 import Foundation
+import Logging
 
 /// `--timeout` and `--unleased`: how a writing subcommand shares the store with participants.
 ///
@@ -25,15 +26,21 @@ struct ToolLeaseOptions: ParsableArguments {
         }
     }
 
-    /// Runs `body` in one transaction under the lease (as `tool`), or unleased when asked.
+    /// Runs `body` in one transaction under the lease (as `tool`), or, when asked, through a
+    /// handle opened to write outside it.
     func write<T: Sendable>(
         _ store: SharedStore, tool: String, _ body: @escaping @Sendable (StoreTransaction) throws -> T
     ) async throws -> T {
-        if unleased { return try await store.writeUnleased(body) }
+        if unleased {
+            let unfenced = try UnfencedStore.open(
+                directory: store.directory, create: false, logger: Logger(label: "baton.\(tool)"))
+            defer { try? unfenced.close() }
+            return try await unfenced.write(body)
+        }
         let lease = try WriterLease(directory: store.directory, store: store, name: "tool.\(tool)")
         do {
             return try await lease.withLease(timeout: .milliseconds(Int64(timeout * 1000))) { held in
-                try await store.write(held.access, body)
+                try await store.write(held.fence, body)
             }
         } catch let error as CoordinatorError {
             throw CLIError(message: error.message)

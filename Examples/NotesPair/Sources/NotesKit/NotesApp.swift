@@ -69,10 +69,10 @@ public enum NotesApp {
         logger.logLevel = .warning
         let shared = try SharedDirectory(path: options.dir)
         let store = try SharedStore.open(directory: shared, logger: logger)
-        try store.registerSoup("notes", indexSpecs: [IndexSpec(path: "Id", type: .string)])
         let client = RESTClient(baseURL: options.server, token: options.token, logger: logger)
+        // Not the writer yet: the manager may not write until the participant holds the lease.
         let manager = SyncManager(
-            store: store, access: .none, targetFactory: RESTTargetFactory(client: client), logger: logger)
+            store: store, targetFactory: RESTTargetFactory(client: client), logger: logger)
         let participant = try Participant(
             configuration: ParticipantConfiguration(
                 name: name, role: role,
@@ -86,6 +86,9 @@ public enum NotesApp {
                         target: try RESTSyncUpTarget(client: client, objectType: "Account"),
                         options: SyncOptions()),
                 ],
+                // Registered under the lease each time this app becomes the writer (a read when
+                // it exists already): starting the app writes nothing.
+                soups: [SoupSpec("notes", indexSpecs: [IndexSpec(path: "Id", type: .string)])],
                 initialLifecycle: options.lifecycle),
             directory: shared, store: store, manager: manager, logger: logger)
         let group = ServiceGroup(

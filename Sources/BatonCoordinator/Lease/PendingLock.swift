@@ -1,0 +1,48 @@
+import BatonStore
+import Foundation
+import Synchronization
+
+/// One wait for an exclusive `flock` in the kernel on one generation of the lock file, on a
+/// thread of its own (a blocked `flock` cannot be interrupted from Swift), so the waiter is woken
+/// the moment the lock is free. Abandoned (cancelled, timed out, or the lock file replaced by a
+/// takeover), the thread, once granted the lock, gives it straight back.
+final class PendingLock: Sendable {
+    /// The lock file this wait is on.
+    let generation: FileIdentity?
+    private let state = Mutex<(result: Result<FileLock, any Error>?, abandoned: Bool)>((nil, false))
+
+    /// Starts waiting for `lock`; `onGranted` is called (on the waiting thread) when the wait ends.
+    init(lock: FileLock, onGranted: @escaping @Sendable () -> Void) {
+        generation = lock.identity
+        let thread = Thread { [self] in
+            let result = Result { try lock.lock() }.map { lock }
+            let keep = self.state.withLock { state -> Bool in
+                if state.abandoned { return false }
+                state.result = result
+                return true
+            }
+            if keep { onGranted() } else { lock.unlock() }
+        }
+        thread.name = "baton.lease.wait"
+        thread.start()
+    }
+
+    /// The lock once granted (or the error the wait ended with); nil while still waiting.
+    /// Taken once.
+    func take() -> Result<FileLock, any Error>? {
+        state.withLock { state in
+            defer { state.result = nil }
+            return state.result
+        }
+    }
+
+    /// Gives up the wait: a lock granted already, or later, is released at once.
+    func abandon() {
+        let granted = state.withLock { state -> FileLock? in
+            state.abandoned = true
+            defer { state.result = nil }
+            return try? state.result?.get()
+        }
+        granted?.unlock()
+    }
+}

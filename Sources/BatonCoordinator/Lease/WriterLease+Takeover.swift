@@ -1,0 +1,156 @@
+import BatonStore
+import Foundation
+import Synchronization
+
+/// Taking the lease over from a holder that stopped renewing it (frozen, hung): a fresh lock
+/// file, locked, then one store transaction that checks the epoch, records the next one and
+/// renames the file into place.
+extension WriterLease {
+    /// A lease taken over: from whom, and how it looked.
+    public struct Takeover: Sendable, Hashable {
+        /// The epoch taken over.
+        public var epoch: Int64
+        /// The old holder, from the lease history (nil when it had not recorded its epoch yet).
+        public var name: String?
+        public var pid: Int32?
+        /// What the kernel said of the old holder when the takeover was decided. A takeover of a
+        /// holder that was `running` is a false one: it was only slow to beat.
+        public var holderState: ProcessState
+        /// How long the holder had been silent.
+        public var silentMillis: Double
+
+        public init(epoch: Int64, name: String?, pid: Int32?, holderState: ProcessState, silentMillis: Double)
+        {
+            self.epoch = epoch
+            self.name = name
+            self.pid = pid
+            self.holderState = holderState
+            self.silentMillis = silentMillis
+        }
+    }
+
+    /// The lock file's holder could not be taken over because it holds SQLite's write lock.
+    public struct Blocked: Sendable, Hashable {
+        public var name: String
+        public var pid: Int32
+        public var holderState: ProcessState
+        /// "host (pid 123) is stopped inside a write transaction; resume or kill it".
+        public var message: String
+    }
+
+    /// What a waiter sees of the holder now.
+    func observeHolder(generation: FileIdentity?) -> TakeoverWatch.Observation {
+        let content = FileLock.recorded(at: directory.writerLockPath) ?? ""
+        let record = HeartbeatRecord(parsing: content)
+        return TakeoverWatch.Observation(
+            generation: generation, record: record, content: content,
+            holderState: record.map { ProcessState.of($0.pid) } ?? .unknown, now: MonotonicClock.nanos())
+    }
+
+    enum TakeoverOutcome {
+        case taken(Held)
+        /// The lease moved meanwhile (released, or taken by someone else): look again.
+        case moved
+        case blocked(Blocked)
+    }
+
+    /// Takes the lease over from a silent holder: a fresh lock file, locked, then one store
+    /// transaction that checks the epoch, records the next one and renames the file into place.
+    ///
+    /// - Parameter pursued: a takeover decided earlier and held up by the holder's open write
+    ///   transaction: the thawed holder may have beaten since (it was silent for a term, and its
+    ///   next write fails its fence), but it must still be the same holding, not let go.
+    func takeOver(
+        _ seen: TakeoverWatch.Observation, silentNanos: UInt64, pursued: Bool
+    ) throws -> TakeoverOutcome {
+        let (storeEpoch, history) = try store.read { reader in
+            (try reader.leaseEpoch(), try reader.openLeaseRecord())
+        }
+        // The record names the epoch its holder took; one above the store's is a holder that had
+        // not written yet (its fence can never record now).
+        let heldEpoch = seen.record?.epoch ?? storeEpoch
+        let holder = heldEpoch == storeEpoch ? history : nil
+        let holderPid = seen.record?.pid ?? holder?.pid
+        let holderName = holder?.name ?? holderPid.map { "pid \($0)" } ?? "the holder"
+        let suffix = temporaryFiles.wrappingAdd(1, ordering: .relaxed).oldValue
+        let fresh = try FileLock(path: directory.path + "/.writer.lock.\(getpid()).\(suffix)")
+        let target = directory.writerLockPath
+        /// Unlocks the fresh file, deleting it unless it was put in place.
+        func discard() {
+            if fresh.path != target { unlink(fresh.path) }
+            fresh.unlock()
+        }
+        guard try fresh.tryLock() else {
+            discard()
+            return .moved
+        }
+        let epoch = max(storeEpoch, heldEpoch) + 1
+        // An earlier interval the silent holder never recorded the end of (it took the lease,
+        // then froze before its first write) ends as its record says.
+        let closing = seen.record?.closing(of: storeEpoch)
+        // The fresh file names the epoch it takes over, so the old holder, woken by the rename
+        // (which comes before the commit), tells it from a deleted lock file.
+        heartbeat.hold(fresh, epoch: epoch, takenOver: heldEpoch)
+        do {
+            let acquired = try store.takeOverLease(
+                from: storeEpoch, epoch: epoch, closing: closing, name: name, pid: getpid(),
+                deadline: ContinuousClock.now + takeoverLockWait
+            ) {
+                // The holder still looks as it did: same file, same record (it neither beat nor
+                // let go since; pursued, the same holding, not let go), so nobody took over or was
+                // granted the lock first.
+                let now = FileLock.recorded(at: target) ?? ""
+                let same: Bool
+                if pursued, let record = HeartbeatRecord(parsing: now), let before = seen.record {
+                    same = record.pid == before.pid && record.epoch == before.epoch && record.released == 0
+                } else {
+                    same = now == seen.content
+                }
+                guard FileIdentity.of(target) == seen.generation, same else {
+                    throw StoreError(.staleEpoch, "the lock file changed meanwhile")
+                }
+                try fresh.rename(to: target)
+            }
+            guard let acquired else {
+                heartbeat.drop()
+                discard()
+                return .moved
+            }
+            let takeover = Takeover(
+                epoch: heldEpoch, name: holder?.name, pid: holderPid, holderState: seen.holderState,
+                silentMillis: Double(silentNanos / 100_000) / 10)
+            let fence = LeaseFence(
+                store: store, epoch: epoch, holder: name, pid: getpid(), granted: acquired,
+                previous: storeEpoch,
+                closing: nil, recorded: true, stillHeld: { fresh.isStillAtPath })
+            return .taken(adopt(Held(fence: fence, takeover: takeover), fresh))
+        } catch let error as StoreError where error.code == .busy {
+            heartbeat.drop()
+            discard()
+            let pid = holderPid ?? 0
+            let state = ProcessState.of(pid)
+            let message: String
+            switch state {
+            case .stopped:
+                message =
+                    "\(holderName) (pid \(pid)) is stopped inside a write transaction; resume it (kill -CONT \(pid)) or kill it"
+            case .hung:
+                message =
+                    "\(holderName) (pid \(pid)) is hung inside a write transaction (uninterruptible sleep); resume or kill it"
+            default:
+                message =
+                    "\(holderName) (pid \(pid)) has not renewed the writer lease for a full term and another process holds the store's write lock; the takeover waits for that lock"
+            }
+            return .blocked(
+                Blocked(name: holder?.name ?? holderName, pid: pid, holderState: state, message: message))
+        } catch let error as StoreError where error.code == .staleEpoch {
+            heartbeat.drop()
+            discard()
+            return .moved
+        } catch {
+            heartbeat.drop()
+            discard()
+            throw error
+        }
+    }
+}

@@ -1,0 +1,37 @@
+import GRDBSQLite
+import Synchronization
+
+/// SQLite's write lock on a store, held by a connection of its own, as another process would
+/// hold it with `sqlite3 D/store.sqlite` and `BEGIN IMMEDIATE;` (tests and chaos runs only).
+package final class ForeignWriteLock: Sendable {
+    /// The connection holding the lock, until ``release()``.
+    private let connection: Mutex<OpaquePointer?>
+
+    /// Opens `path` and takes its write lock, waiting up to `timeout` for a writer in progress.
+    package init(path: String, timeout: Duration = .seconds(30)) throws {
+        var db: OpaquePointer?
+        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK else {
+            sqlite3_close(db)
+            throw StoreError(.database, "cannot open \(path) to lock it")
+        }
+        sqlite3_busy_timeout(db, Int32(timeout.components.seconds * 1000))
+        let code = sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil)
+        guard code == SQLITE_OK else {
+            sqlite3_close(db)
+            throw StoreError(.database, "cannot take the write lock of \(path): SQLite error \(code)")
+        }
+        connection = Mutex(db)
+    }
+
+    /// Commits the empty transaction and closes the connection (once).
+    package func release() {
+        connection.withLock { db in
+            guard let open = db else { return }
+            sqlite3_exec(open, "COMMIT", nil, nil, nil)
+            sqlite3_close(open)
+            db = nil
+        }
+    }
+
+    deinit { release() }
+}

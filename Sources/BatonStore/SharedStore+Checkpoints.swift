@@ -1,0 +1,35 @@
+import GRDB
+
+/// WAL checkpoints: run passively, and held back while the writer lease is held.
+extension SharedStore {
+    /// A passive WAL checkpoint: copies what it can without waiting for readers.
+    public func checkpoint() throws {
+        do {
+            let result = try pool.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+            checkpoints.checkpointed(
+                walFrames: CInt(clamping: result.walFrameCount),
+                copied: CInt(clamping: result.checkpointedFrameCount))
+        } catch let error as DatabaseError {
+            throw StoreError.from(error, context: "checkpointing")
+        }
+    }
+
+    /// Holds this process's automatic WAL checkpoints back until ``releaseCheckpoints()``. The
+    /// writer lease does this while held, so no process queued for it waits for a checkpoint.
+    public func holdCheckpoints() {
+        checkpoints.hold()
+    }
+
+    /// Ends a ``holdCheckpoints()`` and runs the checkpoint it held back, if one is due.
+    public func releaseCheckpoints() {
+        guard checkpoints.release() else { return }
+        do {
+            try checkpoint()
+        } catch {
+            // A passive checkpoint that finds the store busy is skipped and runs another time:
+            // normal, not a failure.
+            logger.debug("WAL checkpoint skipped", metadata: ["error": "\(error)"])
+        }
+    }
+
+}
