@@ -49,6 +49,11 @@ struct DemoSummaryTests {
                 LeaseRecord(
                     epoch: 4, name: "demo", pid: 3, acquired: 7, released: 8, releaseKind: "released"),
             ],
+            commits: [
+                CommitRecord(sequence: 1, epoch: 1, fencedEpoch: 1, pid: 1, at: 1),
+                CommitRecord(sequence: 2, epoch: 2, fencedEpoch: 2, pid: 2, at: 3),
+                CommitRecord(sequence: 3, epoch: 4, fencedEpoch: 4, pid: 3, at: 7),
+            ],
             integrity: "ok", durationMs: 900)
     }
 
@@ -102,6 +107,15 @@ struct DemoSummaryTests {
         overlap.history[1].acquired = 1
         overlap.history[0].released = 5
         #expect(failed(overlap) == ["lease history"])
+
+        // A process that committed outside the lease at start-up, as a soup registration did.
+        var startUpWrite = goodDay()
+        startUpWrite.commits.insert(
+            CommitRecord(sequence: 0, epoch: 0, fencedEpoch: nil, pid: 2, at: 0), at: 0)
+        #expect(failed(startUpWrite) == ["lease history"])
+        var foreignWrite = goodDay()
+        foreignWrite.commits.append(CommitRecord(sequence: 4, epoch: 4, fencedEpoch: nil, pid: 2, at: 7))
+        #expect(failed(foreignWrite) == ["lease history"])
 
         var corrupt = goodDay()
         corrupt.integrity = "row 3 missing from index"

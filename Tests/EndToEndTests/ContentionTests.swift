@@ -35,7 +35,7 @@ extension HeavyEndToEnd {
             #expect(try await f.wait(["--writer", names[0]], timeout: 120))
             #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
 
-            let check = try await BatonProcess.run(["lease", "check", "--dir", f.dir])
+            let check = try await BatonProcess.run(["lease", "check", "--strict", "--dir", f.dir])
             #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
             let history = try await BatonProcess.run(["lease", "history", "--dir", f.dir, "--json"])
             let intervals = try JSONValue(parsing: history.stdout).arrayValue ?? []

@@ -222,7 +222,7 @@ extension HeavyEndToEnd {
                     \.isWriter)
             #expect(writers.map(\.name) == ["host"])
             try await f.finish()
-            let check = try await BatonProcess.run(["lease", "check", "--dir", f.dir])
+            let check = try await BatonProcess.run(["lease", "check", "--strict", "--dir", f.dir])
             #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
         }
     }

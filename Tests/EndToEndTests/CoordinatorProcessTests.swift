@@ -73,7 +73,7 @@ extension HeavyEndToEnd {
             let state = try #require(try await f.syncState("accounts"))
             #expect(state.value(atPath: "status") == "done")
             try await f.finish()
-            #expect(try await BatonProcess.run(["lease", "check", "--dir", f.dir]).status == 0)
+            #expect(try await BatonProcess.run(["lease", "check", "--strict", "--dir", f.dir]).status == 0)
         }
 
         @Test("writer killed with SIGKILL mid-sync: the peer takes over, recovers and finishes")
@@ -99,7 +99,7 @@ extension HeavyEndToEnd {
             #expect(info.value(atPath: "integrity") == "ok")
             #expect(info.value(atPath: "soups")?.arrayValue?.first?.value(atPath: "count") == 20_000)
             try await f.finish()
-            let check = try await BatonProcess.run(["lease", "check", "--dir", f.dir])
+            let check = try await BatonProcess.run(["lease", "check", "--strict", "--dir", f.dir])
             #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
             let history = try await BatonProcess.run(["lease", "history", "--dir", f.dir, "--json"])
             let kinds = (try JSONValue(parsing: history.stdout).arrayValue ?? []).compactMap {

@@ -98,8 +98,57 @@ struct NotesPairTests {
         for app in [host, share] { app.closeInput() }
         #expect(try await host.wait(timeout: .seconds(60)).status == 0)
         #expect(try await share.wait(timeout: .seconds(60)).status == 0)
+        try await Self.expectSingleWriter(temp + "/d")
         await serve.send(SIGTERM)
         _ = try await serve.wait(timeout: .seconds(30))
+    }
+
+    @Test(
+        "share extension first, then the host: neither commits anything at start-up; the host becomes the writer and syncs"
+    )
+    func shareFirst() async throws {
+        let products = try await Self.build()
+        let serve = try await BatonProcess(["serve", "--json", "--seed", "Account=20"])
+        try await serve.waitForOutput("the server's address") { out, _ in out.contains("\n") }
+        let first = try JSONValue(parsing: String(serve.stdout.split(separator: "\n")[0]))
+        let url = try #require(first.value(atPath: "url")?.stringValue)
+        let token = try #require(first.value(atPath: "token")?.stringValue)
+        let temp = FileManager.default.temporaryDirectory.path + "/notes-pair-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: temp) }
+        let common = ["--dir", temp + "/d", "--server", url, "--token", token]
+
+        // The extension starts in the background on a new directory: it only reads.
+        let share = try await BatonProcess(common, executable: products + "/NotesShare", interactive: true)
+        try await share.waitForOutput("the share to start") { out, _ in out.contains("ready share") }
+        let idle = try await BatonProcess.run(["lease", "check", "--strict", "--dir", temp + "/d"])
+        #expect(idle.status == 0, "\(idle.stdout) \(idle.stderr)")
+        #expect(idle.stdout.contains("0 commits"), "\(idle.stdout)")
+
+        // The host comes up in the foreground while the extension runs: it registers the soup and
+        // syncs under the lease, and the extension sees it all.
+        let host = try await BatonProcess(
+            common + ["--lifecycle", "foreground"], executable: products + "/NotesHost", interactive: true)
+        try await host.waitForOutput("the host's first sync") { out, _ in out.contains("count 20 local 0") }
+        try await share.waitForOutput("the share's live count") { out, _ in out.contains("count 20 local 0") }
+        host.type("add from the host")
+        try await host.waitForOutput("the host's note synced up") { out, _ in
+            out.hasSuffix("count 21 local 0\n")
+        }
+
+        for app in [share, host] { app.closeInput() }
+        #expect(try await share.wait(timeout: .seconds(60)).status == 0)
+        #expect(try await host.wait(timeout: .seconds(60)).status == 0)
+        try await Self.expectSingleWriter(temp + "/d")
+        await serve.send(SIGTERM)
+        _ = try await serve.wait(timeout: .seconds(30))
+    }
+
+    /// `baton lease check --strict` passes on `dir`: no overlapping holdings, and every commit by
+    /// the holder of its epoch, none outside the lease.
+    static func expectSingleWriter(_ dir: String) async throws {
+        let check = try await BatonProcess.run(["lease", "check", "--strict", "--dir", dir])
+        #expect(check.status == 0, "lease check --strict: \(check.stdout) \(check.stderr)")
+        #expect(check.stdout.contains("lease check passed"), "\(check.stdout)")
     }
 
     static func serverNames(url: String, token: String) async throws -> [String] {

@@ -216,7 +216,7 @@ extension HeavyEndToEnd {
             #expect(
                 missing == 0 && extra == 0 && local == 20_000, "missing \(missing), extra \(extra), \(local)")
             try await f.finish(lockedExpected: true)
-            let check = try await BatonProcess.run(["lease", "check", "--dir", f.dir])
+            let check = try await BatonProcess.run(["lease", "check", "--strict", "--dir", f.dir])
             #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
         }
 

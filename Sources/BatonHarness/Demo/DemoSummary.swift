@@ -46,6 +46,8 @@ public struct DemoSummary: Sendable, Encodable {
         var hostLog: [JSONObject]
         var extLog: [JSONObject]
         var history: [LeaseRecord]
+        /// The store's commit log: every commit must come from the lease holder of its epoch.
+        var commits: [CommitRecord]
         var integrity: String
         var durationMs: Int64
     }
@@ -64,6 +66,7 @@ public struct DemoSummary: Sendable, Encodable {
                 local: try store.query(.all, in: "accounts").map(\.record),
                 hostLog: DemoRun.readLog(shared, "host"), extLog: DemoRun.readLog(shared, "ext"),
                 history: try LeaseHistory.read(store: store, directory: store.directory),
+                commits: try await store.read { try $0.commitLog() },
                 integrity: try store.info().integrity, durationMs: WallClock.nowMillis() - run.startedWall))
     }
 
@@ -159,11 +162,15 @@ public struct DemoSummary: Sendable, Encodable {
         }
 
         let history = run.history
-        let violations = LeaseAudit.check(history)
+        // As `baton lease check --strict`: no overlap, and every commit by the holder of its epoch,
+        // none outside the lease (starting a process writes nothing by itself).
+        let violations =
+            LeaseAudit.check(history)
+            + LeaseAudit.checkCommits(run.commits, history: history, strict: true).violations
         summary.add(
             "lease history", violations.isEmpty && history.count >= 4,
             violations.isEmpty
-                ? "\(history.count) intervals, epochs increasing, no overlaps"
+                ? "\(history.count) intervals, epochs increasing, no overlaps; \(run.commits.count) commits, each by the lease holder"
                 : violations.map(\.description).joined(separator: "; "))
         summary.figures.leaseIntervals = history.count
 
