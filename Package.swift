@@ -28,11 +28,13 @@ let package = Package(
         .target(name: "BatonJSON"),
         // The SOQL subset: parser, printer, mutator. No I/O, no dependencies.
         .target(name: "SOQL"),
+        // The clocks every part times with (wall and monotonic) and Duration conversions.
+        .target(name: "BatonTime"),
         // The shared SQLite store.
         .target(
             name: "BatonStore",
             dependencies: [
-                "BatonJSON",
+                "BatonJSON", "BatonTime",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -63,7 +65,7 @@ let package = Package(
         .target(
             name: "BatonServer",
             dependencies: [
-                "SOQL", "BatonJSON",
+                "SOQL", "BatonJSON", "BatonTime",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),

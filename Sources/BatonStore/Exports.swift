@@ -1,1 +1,2 @@
 @_exported import BatonJSON
+@_exported import BatonTime

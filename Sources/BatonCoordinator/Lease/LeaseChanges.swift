@@ -61,9 +61,8 @@ final class LeaseChanges: Sendable {
         // and a task would cost two more jobs on the cooperative pool (its start, and its wake-up
         // when cancelled).
         let timer = DispatchWorkItem { [self] in ring() }
-        let (seconds, attoseconds) = timeout.components
-        let nanos = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanos)), execute: timer)
+        DispatchQueue.global().asyncAfter(
+            deadline: .now() + .nanoseconds(Int(timeout.inNanoseconds)), execute: timer)
         defer { timer.cancel() }
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in

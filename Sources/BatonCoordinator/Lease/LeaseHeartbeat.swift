@@ -132,15 +132,6 @@ public struct HeartbeatRecord: Sendable, Hashable {
     }
 }
 
-/// `CLOCK_MONOTONIC`: one clock for every process of the machine, never set back.
-public enum MonotonicClock {
-    public static func nanos() -> UInt64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
-    }
-}
-
 /// The holder's heartbeat: a thread of its own (never a task, which could starve behind a busy
 /// cooperative pool) that rewrites the held lock file's ``HeartbeatRecord`` every quarter term,
 /// and checks on each beat that the lock file is still the one it holds. When it is not (a
@@ -228,7 +219,7 @@ final class LeaseHeartbeat: Sendable {
     }
 
     var termMillis: Int64 {
-        term.components.seconds * 1000 + term.components.attoseconds / 1_000_000_000_000_000
+        term.inWholeMilliseconds
     }
 
     private func record(_ holding: Holding, released: Int64 = 0) -> HeartbeatRecord {

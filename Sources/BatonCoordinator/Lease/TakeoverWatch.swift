@@ -91,9 +91,7 @@ public struct TakeoverWatch: Sendable {
     private var stoppedSince: UInt64?
 
     public init(defaultTerm: Duration) {
-        self.defaultTerm =
-            UInt64(defaultTerm.components.seconds) * 1_000_000_000
-            + UInt64(defaultTerm.components.attoseconds / 1_000_000_000)
+        self.defaultTerm = UInt64(max(0, defaultTerm.inNanoseconds))
     }
 
     public mutating func observe(_ observation: Observation) -> Decision {

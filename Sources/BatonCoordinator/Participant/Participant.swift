@@ -84,7 +84,7 @@ public actor Participant: Service {
     /// The event loop's input.
     nonisolated let inbox: AsyncStream<Event>
     nonisolated let sink: AsyncStream<Event>.Continuation
-    nonisolated let broadcaster = EventBroadcaster()
+    nonisolated let broadcaster = Broadcaster<ParticipantEvent>(buffering: 4096)
 
     /// What this participant does, as it happens (lease, lifecycle, manager state, syncs,
     /// retries, problems), typed; each access is a subscription of its own, from now on. It
@@ -368,7 +368,7 @@ public actor Participant: Service {
             }
             recoveryFailures[.lease] = nil
             if problem?.hasPrefix("could not record") == true { setProblem(nil) }
-            let waited = ParticipantLog.monotonicMillis() - acquireStarted
+            let waited = MonotonicClock.millis() - acquireStarted
             if let takeover = held.takeover {
                 record(.leaseTookOver(epoch: held.epoch, from: takeover))
                 logger.warning(
@@ -486,7 +486,7 @@ public actor Participant: Service {
             sink.yield(.leaseAcquired(taken))
             return
         }
-        acquireStarted = ParticipantLog.monotonicMillis()
+        acquireStarted = MonotonicClock.millis()
         record(.leaseWaiting)
         let lease = self.lease
         let sink = self.sink
@@ -592,7 +592,7 @@ public actor Participant: Service {
     }
 
     func stopAndRelease(_ reason: HandOverStateMachine.ReleaseReason) async {
-        let started = ParticipantLog.monotonicMillis()
+        let started = MonotonicClock.millis()
         let begun = ContinuousClock.now
         cancelRetries()
         log.log("stop.requested", ["reason": .string(reason.rawValue)])
@@ -621,7 +621,7 @@ public actor Participant: Service {
             }
         }
         cancelRecovery(.writerStart)
-        let stopMs = ParticipantLog.monotonicMillis() - started
+        let stopMs = MonotonicClock.millis() - started
         log.log("stopped", ["stopMs": .double((stopMs * 10).rounded() / 10)])
         await noteManagerState()
         try? store.checkpoint()
@@ -634,7 +634,7 @@ public actor Participant: Service {
             // The release time goes into the lock file (the next holder's first write records
             // it). Fenced, the interval is the taker's to close: this process writes nothing.
             lease.release(held, recordRelease: machine.phase != .fenced)
-            let totalMs = ParticipantLog.monotonicMillis() - started
+            let totalMs = MonotonicClock.millis() - started
             record(.leaseReleased(epoch: held.epoch, reason: reason, releaseMillis: totalMs))
         }
         store.resumeWrites()
@@ -648,7 +648,7 @@ public actor Participant: Service {
     /// ``record(_:)`` from outside the actor: the manager's observer records each sync state as
     /// it persists it, so the log holds them in order with what follows (a clean resync ghosts
     /// logged after its sync).
-    static func record(_ event: ParticipantEvent, log: ParticipantLog, broadcaster: EventBroadcaster) {
+    static func record(_ event: ParticipantEvent, log: ParticipantLog, broadcaster: Broadcaster<ParticipantEvent>) {
         log.log(event.logName, event.logFields)
         broadcaster.send(event)
     }

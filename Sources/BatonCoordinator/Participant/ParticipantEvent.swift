@@ -1,6 +1,5 @@
 import BatonStore
 import BatonSync
-import Synchronization
 
 /// What a participant does, as it happens: ``Participant/events`` yields these, typed, and
 /// `D/logs/<name>.jsonl` records the same, one JSON line each (``logName`` and ``logFields``).
@@ -90,46 +89,14 @@ public enum ParticipantEvent: Sendable, Hashable {
                 "maxTimeStamp": .int(state.maxTimeStamp),
             ]
         case .syncRetry(let name, let attempt, let delay):
-            let milliseconds =
-                Double(delay.components.seconds) * 1000 + Double(delay.components.attoseconds) / 1e15
-            return ["name": .string(name), "attempt": .int(Int64(attempt)), "delayMs": .double(milliseconds)]
+            return [
+                "name": .string(name), "attempt": .int(Int64(attempt)),
+                "delayMs": .double(delay.inMilliseconds),
+            ]
         case .localWrite(let epoch):
             return ["epoch": .int(epoch)]
         case .problem(let text):
             return text.map { ["problem": .string($0)] } ?? [:]
         }
-    }
-}
-
-/// Hands each event to every current subscriber. A subscriber that does not keep up loses the
-/// oldest of what it has not read (the newest 4,096 wait); the participant never waits for one.
-final class EventBroadcaster: Sendable {
-    private let subscribers = Mutex<(next: Int, all: [Int: AsyncStream<ParticipantEvent>.Continuation])>(
-        (0, [:]))
-
-    func subscribe() -> AsyncStream<ParticipantEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: ParticipantEvent.self, bufferingPolicy: .bufferingNewest(4096))
-        let id = subscribers.withLock { state in
-            state.next += 1
-            state.all[state.next] = continuation
-            return state.next
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.subscribers.withLock { $0.all.removeValue(forKey: id) }
-        }
-        return stream
-    }
-
-    func send(_ event: ParticipantEvent) {
-        for continuation in subscribers.withLock({ Array($0.all.values) }) { continuation.yield(event) }
-    }
-
-    func finish() {
-        let all = subscribers.withLock { state in
-            defer { state.all = [:] }
-            return Array(state.all.values)
-        }
-        for continuation in all { continuation.finish() }
     }
 }

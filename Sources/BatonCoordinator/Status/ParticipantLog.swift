@@ -31,13 +31,6 @@ public final class ParticipantLog: Sendable {
 
     deinit { close(fd) }
 
-    /// Monotonic milliseconds (CLOCK_MONOTONIC).
-    public static func monotonicMillis() -> Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Double(spec.tv_sec) * 1000 + Double(spec.tv_nsec) / 1_000_000
-    }
-
     /// Appends one event; a line is written with one `write`, so lines never interleave.
     ///
     /// A write can fail part-way (a full disk). Then the next line starts with a newline, so the
@@ -46,7 +39,7 @@ public final class ParticipantLog: Sendable {
     public func log(_ event: String, _ fields: JSONObject = [:]) {
         var object = fields
         object["event"] = .string(event)
-        object["t"] = .double((Self.monotonicMillis() * 1000).rounded() / 1000)
+        object["t"] = .double((MonotonicClock.millis() * 1000).rounded() / 1000)
         object["wall"] = .int(WallClock.nowMillis())
         let line = JSONValue.object(object).jsonString + "\n"
         torn.withLock { torn in

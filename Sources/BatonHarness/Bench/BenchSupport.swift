@@ -17,7 +17,7 @@ enum BenchStats {
     }
 
     static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        duration.inSeconds
     }
 
     static func round(_ value: Double, _ places: Double = 10) -> Double {

@@ -35,7 +35,7 @@ struct LifecycleBench {
                         let held = env.server.server.requestCount + 2
                         await env.server.server.waitForRequests(held)
                     }
-                    let signalled = ParticipantLog.monotonicMillis()
+                    let signalled = MonotonicClock.millis()
                     try LifecycleSignal.write(.background, directory: shared, name: "host")
                     let released = try await waitForLog(shared, "host") { $0["event"] == "lease.released" }
                     let ms = (released["t"]?.doubleValue ?? signalled) - signalled
@@ -52,7 +52,7 @@ struct LifecycleBench {
                 }
                 try LifecycleSignal.write(.foreground, directory: shared, name: "ext")
                 try await waitForLog(shared, "ext") { $0["event"] == "lease.waiting" }
-                let signalled = ParticipantLog.monotonicMillis()
+                let signalled = MonotonicClock.millis()
                 try LifecycleSignal.write(.background, directory: shared, name: "host")
                 let acquired = try await waitForLog(shared, "ext") { $0["event"] == "lease.acquired" }
                 let acquiredAt = acquired["t"]?.doubleValue ?? signalled

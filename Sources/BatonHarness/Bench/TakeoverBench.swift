@@ -67,12 +67,12 @@ struct TakeoverBench {
         // while the next page is on its way: outside a write transaction, where a takeover
         // is possible. Frozen inside one, nobody can write until it runs again (that case
         // is diagnosed by name, and counted here apart).
-        let since = ParticipantLog.monotonicMillis()
+        let since = MonotonicClock.millis()
         try await LifecycleBench.waitForLog(shared, "host") {
             $0["event"] == "sync" && ($0["t"]?.doubleValue ?? 0) > since
         }
         await host.send(SIGSTOP)
-        let frozen = ParticipantLog.monotonicMillis()
+        let frozen = MonotonicClock.millis()
         let outcome = try await LifecycleBench.waitForLog(shared, "ext") {
             $0["event"] == "lease.takeover" || $0["event"] == "lease.blocked"
         }

@@ -38,8 +38,7 @@ extension ChaosRun {
             peer.log.events().dropFirst(peerMark).contains { $0.event == "lease.takeover" }
         }
         let elapsed = ContinuousClock.now - frozenAt
-        takeoverMillis.append(
-            Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+        takeoverMillis.append(elapsed.inMilliseconds)
     }
 
     /// SIGSTOP, and wait until `/proc` shows the member stopped: the lifecycle change that

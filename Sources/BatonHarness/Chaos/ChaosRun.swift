@@ -167,9 +167,7 @@ public final class ChaosRun: @unchecked Sendable {
             try await settle(round: round, "the round to settle after \(fault.rawValue)")
             if round == 1 { try await sabotageAfterFirstRound() }
             try check(round: round)
-            let seconds =
-                Double((ContinuousClock.now - started).components.attoseconds) / 1e18
-                + Double((ContinuousClock.now - started).components.seconds)
+            let seconds = (ContinuousClock.now - started).inSeconds
             let writer = expectedWriter?.name ?? "nobody"
             progress(
                 "round \(round)/\(options.rounds) \(fault.rawValue): \(writer) writes, invariants hold (\(String(format: "%.1f", seconds)) s)"

@@ -151,7 +151,7 @@ public final class DemoRun: @unchecked Sendable {
     }
 
     func signal(_ name: String, _ lifecycle: Lifecycle) throws {
-        signals.append((name, lifecycle.rawValue, ParticipantLog.monotonicMillis(), WallClock.nowMillis()))
+        signals.append((name, lifecycle.rawValue, MonotonicClock.millis(), WallClock.nowMillis()))
         try LifecycleSignal.write(lifecycle, directory: try directory, name: name)
     }
 

@@ -133,8 +133,7 @@ public struct RESTClient: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(string: body.jsonString))
         }
-        let timeoutNanos =
-            timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+        let timeoutNanos = timeout.inNanoseconds
         let status: Int
         let buffer: ByteBuffer
         do {

@@ -1,4 +1,5 @@
 import BatonJSON
+import BatonTime
 import GRDB
 import SOQL
 import Synchronization
@@ -46,7 +47,7 @@ final class RecordStorage: Sendable {
 
     /// A time stamp later than every one handed out before (the wall clock, bumped on ties).
     func nextTimeStamp() -> Int64 {
-        let now = Int64((ContinuousClockReference.wallMillis()))
+        let now = WallClock.nowMillis()
         return lastTimeStamp.withLock { last in
             last = max(now, last + 1)
             return last
@@ -55,7 +56,7 @@ final class RecordStorage: Sendable {
 
     /// Reserves `count` time stamps: returns the first; the last is first + count - 1.
     func reserveTimeStamps(_ count: Int) -> Int64 {
-        let now = ContinuousClockReference.wallMillis()
+        let now = WallClock.nowMillis()
         return lastTimeStamp.withLock { last in
             let first = max(now - Int64(count), last + 1)
             last = first + Int64(max(count, 1)) - 1
@@ -301,13 +302,6 @@ final class RecordStorage: Sendable {
 }
 
 /// Wall-clock milliseconds without Foundation.
-enum ContinuousClockReference {
-    static func wallMillis() -> Int64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
-    }
-}
 
 #if canImport(Glibc)
     import Glibc

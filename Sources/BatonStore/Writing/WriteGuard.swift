@@ -78,8 +78,7 @@ final class WriteGuard: Sendable {
         guard now < end else { return false }
         // Short naps keep an abandon prompt; the holder's release is seen within one nap.
         let nap = min(end - now, .milliseconds(5))
-        Thread.sleep(
-            forTimeInterval: Double(nap.components.seconds) + Double(nap.components.attoseconds) / 1e18)
+        Thread.sleep(forTimeInterval: nap.inSeconds)
         return true
     }
 

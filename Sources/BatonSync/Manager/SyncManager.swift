@@ -62,7 +62,7 @@ public actor SyncManager {
     var observer: (@Sendable (SyncState) -> Void)?
     /// Batches of queued syncs a stop is still marking `stopped` (they count as active work).
     var finishingQueued = 0
-    let broadcaster = UpdateBroadcaster()
+    let broadcaster = Broadcaster<SyncState>(buffering: 1024)
     nonisolated let wakeups: AsyncStream<Void>
     nonisolated let wake: AsyncStream<Void>.Continuation
 
@@ -472,7 +472,7 @@ public actor SyncManager {
 
     func notify(_ state: SyncState, onUpdate: SyncUpdateBlock?) {
         observer?(state)
-        broadcaster.publish(state)
+        broadcaster.send(state)
         if let onUpdate, onUpdate(state) == .cancel {
             cancelRequested.insert(state.id)
         }

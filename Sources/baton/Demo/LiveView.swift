@@ -17,9 +17,7 @@ final class LiveView: DemoView {
     }
 
     var elapsed: String {
-        let seconds =
-            Double((ContinuousClock.now - start).components.attoseconds) / 1e18
-            + Double((ContinuousClock.now - start).components.seconds)
+        let seconds = (ContinuousClock.now - start).inSeconds
         return String(format: "%6.2fs", seconds)
     }
 
