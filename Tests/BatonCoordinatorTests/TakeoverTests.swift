@@ -182,67 +182,6 @@ struct TakeoverWatchTests {
     }
 }
 
-@Suite("Hand-over state machine: lost leases (no I/O)")
-struct LostLeaseMachineTests {
-    func writer() -> HandOverStateMachine {
-        var machine = HandOverStateMachine()
-        _ = machine.lifecycle(.foreground)
-        _ = machine.leaseAcquired(.testing(1))
-        return machine
-    }
-
-    @Test("taken over: fenced, stops without writing, then waits again while foreground")
-    func fencedWakeUp() {
-        var machine = writer()
-        #expect(machine.leaseLost(takenOver: true) == [.publish, .stopAndRelease(.fenced)])
-        #expect(machine.phase == .fenced)
-        // Lifecycle and priority changes while fenced change nothing but what is desired.
-        #expect(machine.higherPriorityWaiting() == [])
-        #expect(machine.lifecycle(.foreground) == [])
-        #expect(machine.released() == [.publish, .startAcquiring])
-        #expect(machine.phase == .waitingForLease)
-        #expect(machine.leaseAcquired(.testing(1)) == [.becomeWriter, .publish])
-    }
-
-    @Test("taken over, then sent to the background meanwhile: background once stopped")
-    func fencedThenBackground() {
-        var machine = writer()
-        _ = machine.leaseLost(takenOver: true)
-        #expect(machine.lifecycle(.background) == [])
-        #expect(machine.released() == [.publish])
-        #expect(machine.phase == .background)
-    }
-
-    @Test("the lock file deleted: steps down as lock-lost")
-    func lockLost() {
-        var machine = writer()
-        #expect(machine.leaseLost(takenOver: false) == [.publish, .stopAndRelease(.lockLost)])
-        #expect(machine.phase == .releasing)
-    }
-
-    @Test("taken over while already releasing (thawed mid-stop): the stop goes on, fenced")
-    func lostWhileReleasing() {
-        var machine = writer()
-        _ = machine.lifecycle(.background)
-        #expect(machine.leaseLost(takenOver: true) == [.publish])
-        #expect(machine.phase == .fenced)
-        #expect(machine.released() == [.publish])
-        #expect(machine.phase == .background)
-    }
-
-    @Test("shutdown while fenced exits once the stop is done; a loss when not writing is ignored")
-    func shutdownWhileFenced() {
-        var machine = writer()
-        _ = machine.leaseLost(takenOver: true)
-        #expect(machine.shutdown() == [])
-        #expect(machine.released() == [.publish, .exit])
-        var waiting = HandOverStateMachine()
-        _ = waiting.lifecycle(.foreground)
-        #expect(waiting.leaseLost(takenOver: true) == [])
-        #expect(waiting.phase == .waitingForLease)
-    }
-}
-
 @Suite("Lease takeover in the store and the lock file", .timeLimit(.minutes(1)))
 struct LeaseTakeoverTests {
     /// A shared directory and its store.

@@ -108,7 +108,7 @@ struct ChaosInvariantTests {
 
     // MARK: - Settled
 
-    func status(phase: HandOverStateMachine.Phase, pid: Int32 = 100, epoch: Int64? = 4) -> ParticipantStatus {
+    func status(phase: ParticipantPhase, pid: Int32 = 100, epoch: Int64? = 4) -> ParticipantStatus {
         ParticipantStatus(
             role: .host, name: "host", priority: 100, pid: pid, lifecycle: .foreground, phase: phase,
             epoch: epoch,

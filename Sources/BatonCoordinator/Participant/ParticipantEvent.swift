@@ -15,7 +15,7 @@ public enum ParticipantEvent: Sendable, Hashable {
     case leaseTookOver(epoch: Int64, from: WriterLease.Takeover)
     /// It let the lease go: for `reason`, or (nil) because the lease arrived when it was no
     /// longer wanted. `releaseMillis` from the stop's request to the release, when it stopped.
-    case leaseReleased(epoch: Int64, reason: HandOverStateMachine.ReleaseReason?, releaseMillis: Double?)
+    case leaseReleased(epoch: Int64, reason: ReleaseReason?, releaseMillis: Double?)
     /// Another participant took its lease over (`takenOver`), or its lock file went away: it
     /// stops its syncs without writing and steps down. `successor` is the record of the lock
     /// file now in place, if any.

@@ -39,7 +39,7 @@ public struct ParticipantStatus: Sendable, Hashable, Codable {
     /// What its lifecycle signal says.
     public var lifecycle: Lifecycle
     /// Its hand-over phase.
-    public var phase: HandOverStateMachine.Phase
+    public var phase: ParticipantPhase
     /// The lease epoch it holds, when writer.
     public var epoch: Int64?
     /// Its sync manager's state.
@@ -62,7 +62,7 @@ public struct ParticipantStatus: Sendable, Hashable, Codable {
 
     public init(
         role: ParticipantRole, name: String, priority: Int, pid: Int32, lifecycle: Lifecycle,
-        phase: HandOverStateMachine.Phase,
+        phase: ParticipantPhase,
         epoch: Int64?,
         managerState: String, updated: Int64, problem: String? = nil, retrying: [SyncRetry] = []
     ) {

@@ -179,7 +179,7 @@ public final class DemoRun: @unchecked Sendable {
     /// What the demo waits on: the writer, each participant's phase, the syncs, the logs.
     struct Observed: Sendable {
         var writer: String?
-        var phases: [String: HandOverStateMachine.Phase]
+        var phases: [String: ParticipantPhase]
         var syncs: [String: SyncState]
         var logs: [String: [JSONObject]]
 

@@ -1,0 +1,183 @@
+// The lifecycle and lease rules: who waits, who writes, how a hand-over goes and ends.
+extension ParticipantMachine {
+    mutating func lifecycle(_ lifecycle: Lifecycle) -> [Action] {
+        lifecycleIgnored = nil
+        guard !shuttingDown else { return [] }
+        var actions: [Action] = lifecycle == desired ? [] : [.record(.lifecycle(lifecycle))]
+        desired = lifecycle
+        switch (lifecycle, phase) {
+        case (.foreground, .background):
+            phase = .waiting
+            actions += [.publish, .startAcquiring]
+        case (.background, .waiting):
+            phase = .background
+            actions += cancelRecovery(.lease) + [.cancelAcquiring, .publish]
+        case (.background, .writer(let lease)):
+            actions += beginRelease(lease, .background)
+        default:
+            // Foreground while waiting or writing, background while background: nothing new.
+            // While releasing, `released` consults `desired`.
+            break
+        }
+        return actions
+    }
+
+    /// Only a participant waiting for the lease takes it; any other lease goes back untouched,
+    /// except the one it holds already (a second grant of it).
+    mutating func leaseGranted(_ lease: Lease, waitMillis: Double) -> [Action] {
+        guard case .waiting = phase, !shuttingDown else {
+            return phase.lease == lease ? [] : [.releaseUnused(lease)]
+        }
+        phase = .writer(lease)
+        var actions = resetRecovery(.lease)
+        if case .leaseRecordFailed = problem { actions += setProblem(nil) }
+        return actions + [
+            .record(.leaseAcquired(lease, waitMillis: waitMillis)), .becomeWriter(lease), .publish,
+        ]
+    }
+
+    mutating func leaseFailed(_ reason: String) -> [Action] {
+        guard !shuttingDown else { return [] }
+        // A wait cancelled just as it failed tries nothing again: it says so, and no more.
+        guard case .waiting = phase else { return [.record(.leaseFailed(reason))] }
+        return [.record(.leaseFailed(reason))] + setProblem(.leaseRecordFailed(reason))
+            + scheduleRecovery(.lease)
+    }
+
+    /// Taken over, the holding is fenced (its writes fail; the taker closes its interval);
+    /// with its lock file gone, it steps down as well and still records its release.
+    mutating func leaseLost(takenOver: Bool, successor: String?) -> [Action] {
+        switch phase {
+        case .writer(let lease):
+            let note = Action.record(.leaseLost(lease, takenOver: takenOver, successor: successor))
+            return [note] + beginRelease(lease, takenOver ? .fenced : .lockLost, fenced: takenOver)
+        case .releasing(let release):
+            let note = Action.record(.leaseLost(release.lease, takenOver: takenOver, successor: successor))
+            guard takenOver else { return [note] }
+            // Already stopping (background, yield, shutdown, ...): the stop goes on and writes
+            // nothing that could land; the release is no longer recorded.
+            phase = .fenced(release)
+            return [note, .publish]
+        case .background, .waiting, .fenced, .finished:
+            return []
+        }
+    }
+
+    mutating func leaseBlocked(_ blocked: WriterLease.Blocked?) -> [Action] {
+        guard !shuttingDown else { return [] }
+        if let blocked {
+            return [.record(.leaseBlocked(blocked))] + setProblem(.takeoverBlocked(blocked.message))
+        }
+        guard case .takeoverBlocked = problem else { return [] }
+        return [.record(.leaseBlocked(nil))] + setProblem(nil)
+    }
+
+    /// The outcome of `becomeWriter`, for the lease still held as writer (else ignored).
+    mutating func writerStart(_ outcome: Event) -> [Action] {
+        guard case .writer(let lease) = phase else { return [] }
+        switch outcome {
+        case .writerStarted:
+            var actions = resetRecovery(.writerStart)
+            if case .writerStartFailed = problem { actions += setProblem(nil) }
+            return actions + [.resumeEditWaiters]
+        case .writerStartFailed(let error):
+            // Holding the lease with nothing running helps nobody: try again after a pause.
+            return setProblem(.writerStartFailed(error)) + scheduleRecovery(.writerStart) + [
+                .resumeEditWaiters
+            ]
+        default:
+            // Trying again with this holding would keep the lock from everyone and never
+            // commit: step down fenced and wait for a fresh epoch.
+            let note = Action.record(.leaseLost(lease, takenOver: true, successor: nil))
+            return [note] + beginRelease(lease, .fenced, fenced: true)
+        }
+    }
+
+    /// The store file went away: say so once, and as writer hand the lease over (its syncs must
+    /// not retry: they would only fail again).
+    mutating func storeLost(_ reason: String) -> [Action] {
+        var actions: [Action] = []
+        if problem != .storeLost(reason) {
+            actions = [.record(.storeLost(reason))] + setProblem(.storeLost(reason))
+        }
+        if case .writer(let lease) = phase, !shuttingDown { actions += beginRelease(lease, .storeLost) }
+        return actions
+    }
+
+    /// Writer to releasing (or fenced): no more retries or writer-start recoveries (their
+    /// status goes with them), then the syncs stop.
+    mutating func beginRelease(_ lease: Lease, _ reason: ReleaseReason, fenced: Bool = false) -> [Action] {
+        let release = Release(lease: lease, reason: reason)
+        phase = fenced ? .fenced(release) : .releasing(release)
+        return cancelRetries() + cancelRecovery(.writerStart) + [.publish, .stopSyncs(reason)]
+    }
+
+    mutating func syncsStopped(began: Double) -> [Action] {
+        switch phase {
+        case .releasing(var release) where release.stopBegan == nil:
+            release.stopBegan = began
+            phase = .releasing(release)
+        case .fenced(var release) where release.stopBegan == nil:
+            release.stopBegan = began
+            phase = .fenced(release)
+        default:
+            return []
+        }
+        return releaseIfDue()
+    }
+
+    /// The lease goes once the syncs have stopped and no local edit runs: nothing commits
+    /// after it is let go.
+    func releaseIfDue() -> [Action] {
+        guard localEdits == 0 else { return [] }
+        switch phase {
+        case .releasing(let release):
+            guard let began = release.stopBegan else { return [] }
+            return [
+                .releaseLease(release.lease, reason: release.reason, recordRelease: true, stopBegan: began)
+            ]
+        case .fenced(let release):
+            guard let began = release.stopBegan else { return [] }
+            return [
+                .releaseLease(release.lease, reason: release.reason, recordRelease: false, stopBegan: began)
+            ]
+        default:
+            return []
+        }
+    }
+
+    mutating func released() -> [Action] {
+        switch phase {
+        case .releasing(let release), .fenced(let release):
+            guard release.stopBegan != nil, localEdits == 0 else { return [] }
+        default:
+            return []
+        }
+        if shuttingDown { return finish() }
+        if desired == .foreground {
+            phase = .waiting
+            return [.publish, .startAcquiring]
+        }
+        phase = .background
+        return [.publish]
+    }
+
+    mutating func shutdown() -> [Action] {
+        guard !shuttingDown else { return [] }
+        shuttingDown = true
+        switch phase {
+        case .writer(let lease): return beginRelease(lease, .shutdown)
+        case .releasing, .fenced: return []
+        case .waiting: return [.cancelAcquiring] + finish()
+        case .background, .finished: return finish()
+        }
+    }
+
+    /// Finished: every timer cancelled, the status published, the loop left.
+    mutating func finish() -> [Action] {
+        phase = .finished
+        var actions = cancelRetries()
+        for recovery in Recovery.allCases { actions += cancelRecovery(recovery) }
+        return actions + [.publish, .exit]
+    }
+}

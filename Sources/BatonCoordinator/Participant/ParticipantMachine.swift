@@ -1,0 +1,214 @@
+import BatonSync
+
+/// A participant's rules as one pure state machine: events in (lifecycle, lease, syncs, storage,
+/// timers, local edits, results of its own actions), actions out (publish, take or release the
+/// lease, start or stop syncs, timers, records). `Participant` carries the actions out and feeds
+/// their results back as events; tests drive it with no I/O, no clock and no real lease.
+///
+/// It owns everything a reader of the participant must check: the phase with the lease held, the
+/// lifecycle asked for, each configured sync's retries, the recoveries after storage failures,
+/// the problem published, the local edits in flight. Nothing here is kept twice: the published
+/// retries, the pending timers and the epoch are read off that state.
+///
+/// `Lease` is what the lease gives a holder (`WriterLease.Held` in `Participant`; any small
+/// value in tests). Time enters as values in events (`at`, `waitMillis`, `began`), never from a
+/// clock.
+///
+/// ```swift
+/// var machine = ParticipantMachine<WriterLease.Held>(configuration)
+/// for action in machine.handle(.lifecycle(.foreground)) { ... }  // publish, startAcquiring
+/// ```
+public struct ParticipantMachine<Lease: Sendable & Hashable>: Sendable, Hashable {
+    /// Where the participant is with respect to the writer lease. The lease held is the
+    /// associated value, so a phase and the lease can never disagree.
+    public enum Phase: Sendable, Hashable {
+        /// Not writing and not asking to.
+        case background
+        /// Foreground, waiting for the lease: a wait is under way, or (after a failed take) the
+        /// lease recovery's timer runs.
+        case waiting
+        /// Holding the lease; its syncs run.
+        case writer(Lease)
+        /// Stopping its syncs to hand the lease over.
+        case releasing(Release)
+        /// The lease was taken over (or its holding can never commit): it stops its syncs
+        /// without writing, then lets the lease go without recording a release.
+        case fenced(Release)
+        /// Shut down for good.
+        case finished
+
+        /// The published name (`background`, `waiting`, `writer`, `releasing`, `fenced`,
+        /// `finished`).
+        public var name: ParticipantPhase {
+            switch self {
+            case .background: .background
+            case .waiting: .waitingForLease
+            case .writer: .writer
+            case .releasing: .releasing
+            case .fenced: .fenced
+            case .finished: .finished
+            }
+        }
+
+        /// The lease held in this phase: exactly in `writer`, `releasing` and `fenced`.
+        public var lease: Lease? {
+            switch self {
+            case .writer(let lease): lease
+            case .releasing(let release), .fenced(let release): release.lease
+            case .background, .waiting, .finished: nil
+            }
+        }
+    }
+
+    /// A hand-over under way.
+    public struct Release: Sendable, Hashable {
+        /// The lease being handed over.
+        public let lease: Lease
+        /// Why (recorded with the release, even when the holding is fenced meanwhile).
+        public let reason: ReleaseReason
+        /// Set once the syncs have stopped: when their stop began (monotonic ms, for the
+        /// release's duration). Nil while they stop.
+        public internal(set) var stopBegan: Double?
+
+        init(lease: Lease, reason: ReleaseReason, stopBegan: Double? = nil) {
+            self.lease = lease
+            self.reason = reason
+            self.stopBegan = stopBegan
+        }
+    }
+
+    /// Each configured sync's failures in a row, and its retry while one is published.
+    struct SyncRetries: Sendable, Hashable {
+        /// Failures in a row that were retried (until it is `done`; kept across releases).
+        var failures = 0
+        /// The retry the status shows, from its scheduling until `done` or a release.
+        var pending: PendingRetry?
+    }
+
+    struct PendingRetry: Sendable, Hashable {
+        var lastError: String
+        /// When the next attempt starts (ms since 1970).
+        var nextAttempt: Int64
+        /// Nil once it fired (the sync is in its attempt).
+        var timer: TimerID?
+    }
+
+    struct RecoveryState: Sendable, Hashable {
+        /// Recoveries scheduled in a row (until the step succeeds).
+        var failures = 0
+        var timer: TimerID?
+    }
+
+    /// The names of the configured syncs (events about others are ignored).
+    public let configuredSyncs: Set<String>
+    /// A failed configured sync runs again after this, doubling per failure in a row; nil:
+    /// never retried. Recoveries start from it too (500 ms when nil).
+    public let retryDelay: Duration?
+    /// The longest pause of a retry or a recovery.
+    public let maxRetryDelay: Duration
+
+    /// Where the participant is, with the lease it holds.
+    public internal(set) var phase: Phase = .background
+    /// What the lifecycle signal last said.
+    public internal(set) var desired: Lifecycle = .background
+    /// A shutdown was asked for: nothing new starts; it finishes once the lease is let go.
+    public internal(set) var shuttingDown = false
+    /// What keeps the participant from its work now.
+    public internal(set) var problem: Problem?
+    /// The sync manager's state, as last fed.
+    public internal(set) var managerState: ManagerStateMachine.State?
+    /// Local edits running under the lease (a release waits for them).
+    public internal(set) var localEdits = 0
+    var retries: [String: SyncRetries] = [:]
+    var recoveries: [Recovery: RecoveryState] = [:]
+    /// The reason the lifecycle file was last ignored for (said once).
+    var lifecycleIgnored: String?
+    var lastTimerSerial = 0
+
+    public init(configuredSyncs: some Sequence<String>, retryDelay: Duration?, maxRetryDelay: Duration) {
+        self.configuredSyncs = Set(configuredSyncs)
+        self.retryDelay = retryDelay
+        self.maxRetryDelay = maxRetryDelay
+    }
+
+    /// The machine for a participant set up with `configuration`.
+    public init(_ configuration: ParticipantConfiguration) {
+        self.init(
+            configuredSyncs: configuration.syncs.map(\.name), retryDelay: configuration.retryDelay,
+            maxRetryDelay: configuration.maxRetryDelay)
+    }
+
+    /// Takes `event` in and returns what to do, in order.
+    public mutating func handle(_ event: Event) -> [Action] {
+        Self.publishingOnce(take(event))
+    }
+
+    /// Drops a `publish` that another one follows with only records and timers between: both
+    /// would write the same state.
+    static func publishingOnce(_ actions: [Action]) -> [Action] {
+        var result: [Action] = []
+        for action in actions {
+            if action == .publish, let earlier = result.lastIndex(of: .publish),
+                result[earlier...].allSatisfy(\.leavesStatusAsIs)
+            {
+                result.remove(at: earlier)
+            }
+            result.append(action)
+        }
+        return result
+    }
+
+    mutating func take(_ event: Event) -> [Action] {
+        if case .finished = phase {
+            // Only a lease still arriving needs anything: it goes back untouched.
+            if case .leaseGranted(let lease, _) = event { return [.releaseUnused(lease)] }
+            return []
+        }
+        switch event {
+        case .lifecycle(let lifecycle): return self.lifecycle(lifecycle)
+        case .lifecycleIgnored(let reason):
+            guard reason != lifecycleIgnored else { return [] }
+            lifecycleIgnored = reason
+            return [.record(.lifecycleIgnored(reason))]
+        case .leaseGranted(let lease, let waitMillis): return leaseGranted(lease, waitMillis: waitMillis)
+        case .leaseFailed(let reason): return leaseFailed(reason)
+        case .leaseLost(let takenOver, let successor):
+            return leaseLost(takenOver: takenOver, successor: successor)
+        case .leaseBlocked(let blocked): return leaseBlocked(blocked)
+        case .higherPriorityWaiting:
+            guard case .writer(let lease) = phase, !shuttingDown else { return [] }
+            return beginRelease(lease, .yield)
+        case .writerStarted, .writerStartFailed, .writerStartStale: return writerStart(event)
+        case .syncFinished(let name): return syncFinished(name)
+        case .syncFailed(let name, let error, let storeProblem, let at):
+            guard configuredSyncs.contains(name) else { return [] }
+            if let storeProblem { return storeLost(storeProblem) }
+            return scheduleRetry(name, error: error, at: at)
+        case .storeLost(let reason): return storeLost(reason)
+        case .managerState(let state):
+            guard state != managerState else { return [] }
+            managerState = state
+            return [.record(.manager(state)), .publish]
+        case .timerFired(let id): return timerFired(id)
+        case .localEditEnded:
+            guard localEdits > 0 else { return [] }
+            localEdits -= 1
+            return releaseIfDue()
+        case .syncsStopped(let began): return syncsStopped(began: began)
+        case .released: return released()
+        case .published: return resetRecovery(.publish)
+        case .publishFailed(let error): return publishFailed(error)
+        case .publishRequested: return [.publish]
+        case .shutdown: return shutdown()
+        }
+    }
+
+    /// A local edit asks to commit: the lease to fence it with, counted until `localEditEnded`
+    /// (a release waits for it), or nil when this participant is not the writer. A question
+    /// answered at once rather than an event: the edit cannot wait for the event loop.
+    public mutating func beginLocalEdit() -> Lease? {
+        guard case .writer(let lease) = phase else { return nil }
+        localEdits += 1
+        return lease
+    }
+}

@@ -1,0 +1,343 @@
+import BatonJSON
+import BatonSync
+import Testing
+
+@testable import BatonCoordinator
+
+/// Drives a machine with random events the way `Participant` would: each action carried out in
+/// order, the results of its own actions fed back at once, outside events (lifecycle, lease,
+/// syncs, timers, edits, shutdown) in between. After every step it checks the invariants.
+struct MachineSimulation {
+    var machine: TestMachine
+    var random: SplitMix64
+    /// The wall clock (ms since 1970) and the monotonic one (ms), moved on by each step.
+    var now: Int64 = 1_700_000_000_000
+    var monotonic: Double = 0
+    /// Timers scheduled and neither fired nor cancelled, and those cancelled.
+    var pending: Set<TestMachine.TimerID> = []
+    var cancelled: [TestMachine.TimerID] = []
+    /// A wait for the lease under way (`startAcquiring` carried out, not yet answered).
+    var acquiring = false
+    var lastEpoch: Int64 = 0
+    /// Leases let go, and holdings whose first write failed its fence: none may be used again.
+    var dead: Set<TestLease> = []
+    var stale: Set<TestLease> = []
+    var edits = 0
+    var shutDown = false
+    var exited = false
+    /// Configured syncs that failed as writer and were not run again yet.
+    var owed: Set<String> = []
+    var failedThisStep: Set<String> = []
+    /// What the run went through, so that a run that exercises nothing fails.
+    var seen: Set<String> = []
+    /// The latest events and their actions, for the message of a failed expectation.
+    var trace: [String] = []
+
+    static let names = ["accounts", "contacts", "unconfigured"]
+
+    init(seed: UInt64, retryDelay: Duration?) {
+        random = SplitMix64(seed: seed)
+        machine = TestMachine(
+            configuredSyncs: ["accounts", "contacts"], retryDelay: retryDelay,
+            maxRetryDelay: .milliseconds(200))
+    }
+
+    /// One outside event (or a local edit beginning) and everything it sets off.
+    mutating func step(allowShutdown: Bool) {
+        now += Int64(random.int(0...50))
+        monotonic += Double(random.int(0...50))
+        failedThisStep = []
+        guard let event = outsideEvent(allowShutdown: allowShutdown) else { return checkStep() }
+        let before = machine
+        feed(event)
+        switch event {
+        case .released, .syncsStopped:
+            // Results of actions never asked for (or asked for and answered already).
+            #expect(machine == before, "\(event) out of turn changes nothing")
+        default: break
+        }
+        checkStep()
+    }
+
+    /// Shuts down if it has not, ends every edit, and checks that the machine exited.
+    mutating func finish() {
+        failedThisStep = []
+        if !shutDown { feed(.shutdown) }
+        while edits > 0 {
+            edits -= 1
+            feed(.localEditEnded)
+        }
+        checkStep()
+        #expect(exited, "a shutdown always ends in exit")
+        #expect(machine.phase == .finished)
+        #expect(pending.isEmpty, "no timer outlives the participant")
+        #expect(!acquiring, "no wait for the lease outlives the participant")
+        // Whatever comes afterwards changes nothing.
+        for _ in 0..<50 {
+            let before = machine
+            guard let event = outsideEvent(allowShutdown: true) else { continue }
+            let actions = machine.handle(event)
+            if case .leaseGranted(let lease, _) = event {
+                #expect(actions == [.releaseUnused(lease)])
+            } else {
+                #expect(actions == [], "\(event)")
+            }
+            #expect(machine == before)
+        }
+    }
+
+    mutating func outsideEvent(allowShutdown: Bool) -> TestMachine.Event? {
+        switch random.int(0...21) {
+        case 0, 1:
+            return .lifecycle(random.chance(0.65) ? .foreground : .background)
+        case 2, 3:
+            if acquiring {
+                acquiring = false
+                lastEpoch += 1
+                return .leaseGranted(TestLease(epoch: lastEpoch), waitMillis: Double(random.int(0...100)))
+            }
+            // The lease only grants its current holding; while not waiting, a repeat of the one
+            // held or of one let go may still arrive.
+            guard machine.phase != .waiting else { return nil }
+            let old =
+                random.chance(0.5)
+                ? machine.phase.lease : dead.sorted { $0.epoch < $1.epoch }.randomElement(using: &random)
+            return old.map { .leaseGranted($0, waitMillis: 0) }
+        case 4:
+            guard acquiring || random.chance(0.1) else { return nil }
+            acquiring = false
+            return .leaseFailed("disk I/O error")
+        case 5:
+            return .leaseLost(takenOver: random.chance(0.5), successor: nil)
+        case 6:
+            return .leaseBlocked(random.chance(0.5) ? blockedHolder : nil)
+        case 7:
+            return .higherPriorityWaiting
+        case 8, 9:
+            let name = Self.names.randomElement(using: &random)!
+            let error = random.chance(0.8) ? "HTTP 500" : nil
+            return .syncFailed(
+                name: name, error: error, storeProblem: random.chance(0.05) ? "deleted" : nil, at: now)
+        case 10:
+            return .syncFinished(Self.names.randomElement(using: &random)!)
+        case 11:
+            return random.chance(0.2)
+                ? .storeLost("replaced") : .managerState(random.chance(0.5) ? .stopped : .acceptingSyncs)
+        case 12, 13, 14:
+            guard let timer = pending.sorted(by: { $0.serial < $1.serial }).randomElement(using: &random)
+            else {
+                return nil
+            }
+            return .timerFired(timer)
+        case 15:
+            guard let timer = cancelled.randomElement(using: &random) else { return nil }
+            return .timerFired(timer)
+        case 16, 17:
+            let before = machine
+            if let lease = machine.beginLocalEdit() {
+                #expect(before.phase == .writer(lease), "an edit only as writer, under its lease")
+                edits += 1
+                seen.insert("edit")
+            } else {
+                #expect(machine == before)
+            }
+            return nil
+        case 18, 19:
+            guard edits > 0 else { return nil }
+            edits -= 1
+            return .localEditEnded
+        case 20:
+            return [.publishRequested, .lifecycleIgnored("bad content"), .released, .syncsStopped(began: 0)]
+                .randomElement(using: &random)
+        default:
+            guard allowShutdown, random.chance(0.3) else { return nil }
+            return .shutdown
+        }
+    }
+
+    /// Feeds `event`, carries out its actions in order (feeding their results back at once),
+    /// and checks what must hold after each single event.
+    mutating func feed(_ event: TestMachine.Event) {
+        let before = machine
+        let shuttingDownBefore = machine.shuttingDown
+        let actions = machine.handle(event)
+        let line = "\(event) -> \(actions)"
+            .replacing("BatonCoordinator.ParticipantMachine<BatonCoordinatorTests.TestLease>.", with: "")
+        trace = trace.suffix(40) + [line]
+
+        if case .timerFired(let timer) = event {
+            if pending.remove(timer) == nil {
+                #expect(actions.isEmpty, "a cancelled timer changes nothing")
+                #expect(machine == before)
+                seen.insert("stale timer")
+            }
+        }
+        if case .syncFailed(let name, _, _, _) = event, case .writer = before.phase,
+            machine.retryDelay != nil, machine.configuredSyncs.contains(name)
+        {
+            owed.insert(name)
+            failedThisStep.insert(name)
+        }
+        if case .syncFailed(let name, _, let storeProblem?, _) = event, machine.configuredSyncs.contains(name)
+        {
+            // Its store is gone: no retry (it would fail again); the problem says why.
+            #expect(actions.scheduled.allSatisfy { $0.id.kind != .retry(name) })
+            #expect(machine.problem == .storeLost(storeProblem))
+            if case .writer = before.phase { #expect(machine.phase.name != .writer) }
+        }
+        if case .syncFinished(let name) = event { owed.remove(name) }
+        if case .shutdown = event { shutDown = true }
+
+        // Phase and lease agree; the lease held is never one let go; edits only under a lease.
+        let holding: Set<ParticipantPhase> = [.writer, .releasing, .fenced]
+        #expect((machine.phase.lease != nil) == holding.contains(machine.phase.name))
+        if let lease = machine.phase.lease { #expect(!dead.contains(lease)) }
+        if machine.localEdits > 0 { #expect(machine.phase.lease != nil) }
+        seen.insert(machine.phase.name.rawValue)
+
+        // A change of what the status shows is published.
+        func shown(_ machine: TestMachine) -> [String] {
+            [
+                "\(machine.phase.name)", "\(String(describing: machine.phase.lease))",
+                "\(String(describing: machine.problem))", "\(machine.retrying)",
+                "\(String(describing: machine.managerState))",
+            ]
+        }
+        if shown(machine) != shown(before) { #expect(actions.contains(.publish), "\(event) -> \(actions)") }
+
+        for (index, action) in actions.enumerated() {
+            if shuttingDownBefore { checkAfterShutdown(action) }
+            if case .shutdown = event { checkShutdownAnswer(action) }
+            carryOut(action, last: index == actions.count - 1)
+        }
+    }
+
+    mutating func carryOut(_ action: TestMachine.Action, last: Bool) {
+        switch action {
+        case .publish:
+            feed(random.chance(0.1) ? .publishFailed("ENOSPC") : .published)
+        case .record:
+            break
+        case .startAcquiring:
+            #expect(!acquiring, "one wait for the lease at a time")
+            #expect(machine.phase == .waiting)
+            acquiring = true
+        case .cancelAcquiring:
+            acquiring = false
+        case .becomeWriter(let lease):
+            #expect(machine.phase == .writer(lease))
+            #expect(!dead.contains(lease), "a lease let go is never written with")
+            #expect(!stale.contains(lease), "a holding with a dead fence is never started again")
+            seen.insert("becomeWriter")
+            let roll = random.int(0...19)
+            if roll >= 18 { stale.insert(lease) }
+            feed(
+                roll < 15 ? .writerStarted : roll < 18 ? .writerStartFailed("SQLITE_FULL") : .writerStartStale
+            )
+        case .resumeEditWaiters:
+            #expect(machine.phase.name == .writer)
+        case .runSync(let name):
+            #expect(machine.phase.name == .writer)
+            owed.remove(name)
+            seen.insert("runSync")
+            if random.chance(0.25) {
+                feed(.syncFailed(name: name, error: "could not write running", storeProblem: nil, at: now))
+            }
+        case .stopSyncs:
+            #expect(machine.phase.name == .releasing || machine.phase.name == .fenced)
+            feed(.syncsStopped(began: monotonic))
+        case .releaseLease(let lease, _, let recordRelease, _):
+            #expect(machine.localEdits == 0, "nothing commits after the lease is let go")
+            #expect(machine.phase.lease == lease)
+            #expect(recordRelease == (machine.phase.name != .fenced))
+            if machine.phase.name == .fenced { seen.insert("fenced release") }
+            dead.insert(lease)
+            feed(.released)
+        case .releaseUnused(let lease):
+            #expect(machine.phase.lease != lease)
+            dead.insert(lease)
+            seen.insert("releaseUnused")
+        case .scheduleTimer(let timer, let delay):
+            #expect(pending.insert(timer).inserted)
+            #expect(delay > .zero && delay <= machine.maxRetryDelay)
+        case .cancelTimer(let timer):
+            #expect(pending.remove(timer) != nil, "only a pending timer is cancelled")
+            cancelled.append(timer)
+        case .exit:
+            #expect(!exited)
+            #expect(last, "exit is the last action")
+            #expect(machine.phase == .finished)
+            exited = true
+        }
+    }
+
+    /// Once shutting down, nothing new starts: only the hand-back and the status.
+    func checkAfterShutdown(_ action: TestMachine.Action) {
+        switch action {
+        case .publish, .record, .cancelTimer, .cancelAcquiring, .releaseLease, .releaseUnused, .exit: break
+        case .scheduleTimer(let timer, _):
+            #expect(timer.kind == .recovery(.publish), "after shutdown: \(action)")
+        default:
+            Issue.record("after shutdown: \(action)")
+        }
+    }
+
+    func checkShutdownAnswer(_ action: TestMachine.Action) {
+        switch action {
+        case .startAcquiring, .becomeWriter, .runSync, .resumeEditWaiters, .scheduleTimer:
+            Issue.record("a shutdown answered with \(action)")
+        default: break
+        }
+    }
+
+    /// What must hold once the step's cascade is done.
+    mutating func checkStep() {
+        #expect(machine.pendingTimers == pending, "the machine and the interpreter agree on the timers")
+        #expect(machine.localEdits == edits)
+        // Each timer belongs to a phase: retries and writer-start recoveries to the writer, the
+        // lease recovery to a wait.
+        for timer in pending {
+            switch timer.kind {
+            case .retry, .recovery(.writerStart): #expect(machine.phase.name == .writer, "\(timer)")
+            case .recovery(.lease): #expect(machine.phase == .waiting, "\(timer)")
+            case .recovery(.publish): break
+            }
+        }
+        if machine.phase.name != .writer { owed.formIntersection(failedThisStep) }
+        for name in owed {
+            let retry = pending.contains { $0.kind == .retry(name) }
+            #expect(
+                retry || machine.problem != nil,
+                "failed sync \(name): no retry and no problem\n\(trace.joined(separator: "\n"))")
+        }
+        if machine.phase.name != .writer { owed = [] }
+    }
+}
+
+@Suite("Participant machine: invariants over random event sequences (no I/O)")
+struct ParticipantMachinePropertyTests {
+    @Test(
+        "never writer without a lease, timers agree, failed syncs retried or a problem shown, shutdown exits",
+        arguments: [UInt64(1), 2, 3, 4, 5, 42, 9173, 130_363, 8_675_309])
+    func randomSequences(seed: UInt64) {
+        var seen: Set<String> = []
+        for run in 0..<40 {
+            let retryDelay: Duration? = run % 5 == 4 ? nil : .milliseconds(10)
+            var simulation = MachineSimulation(seed: seed &* 1_000 &+ UInt64(run), retryDelay: retryDelay)
+            let steps = 400
+            for step in 0..<steps {
+                simulation.step(allowShutdown: step > steps * 3 / 4)
+                if simulation.exited { break }
+            }
+            simulation.finish()
+            seen.formUnion(simulation.seen)
+        }
+        // The runs went everywhere the rules do.
+        for reached in [
+            "background", "waiting", "writer", "releasing", "fenced", "finished", "becomeWriter", "runSync",
+            "releaseUnused", "stale timer", "edit", "fenced release",
+        ] {
+            #expect(seen.contains(reached), "no run reached \(reached)")
+        }
+    }
+}
