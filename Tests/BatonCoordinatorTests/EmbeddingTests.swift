@@ -156,9 +156,52 @@ struct EmbeddingTests {
         let (history, commits) = try await store.read { (try $0.leaseHistory(), try $0.commitLog()) }
         let folded = LeaseHistory.fold(history, record: HeartbeatRecord.read(at: shared.writerLockPath))
         #expect(LeaseAudit.check(folded).isEmpty)
-        // Every commit but the schema set-up came from a lease holder.
-        let report = LeaseAudit.checkCommits(commits, history: folded, strict: false)
+        // Every commit came from a lease holder, the schema set-up too.
+        let report = LeaseAudit.checkCommits(commits, history: folded, strict: true)
         #expect(report.violations.isEmpty, "\(report.violations)")
+        await world.server.stop()
+    }
+
+    @Test(
+        "configured soups: registered under the lease when it becomes the writer, before its first edit; another process starting commits nothing"
+    )
+    func configuredSoups() async throws {
+        let world = try await World()
+        let shared = world.shared
+        func participant(_ name: String, role: ParticipantRole, _ lifecycle: Lifecycle) throws -> Participant
+        {
+            let store = try SharedStore.open(directory: shared, logger: world.logger)
+            let manager = SyncManager(
+                store: store, targetFactory: RESTTargetFactory(client: world.client), logger: world.logger)
+            return try Participant(
+                configuration: ParticipantConfiguration(
+                    name: name, role: role,
+                    soups: [SoupSpec("notes", indexSpecs: [IndexSpec(path: "Id", type: .string)])],
+                    initialLifecycle: lifecycle),
+                directory: shared, store: store, manager: manager, logger: world.logger)
+        }
+        let host = try participant("host", role: .host, .foreground)
+        let ext = try participant("ext", role: .appExtension, .background)
+        let reader = try SharedStore.open(directory: shared, logger: world.logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await host.run() }
+            // At once: the edit waits for the writer to start, whose first write made the soup.
+            let note = try await host.write(waitingUpTo: .seconds(30)) { edits in
+                try edits.create(["Name": "first"], in: "notes")
+            }
+            #expect(try reader.entry(note.entryId, in: "notes")?.record["Name"] == "first")
+            let before = try reader.changeSequence()
+            group.addTask { try await ext.run() }
+            try await waitUntil(shared, "ext to publish") { status(shared, "ext")?.phase == .background }
+            #expect(try reader.changeSequence() == before, "a process starting committed something")
+            host.shutdown()
+            ext.shutdown()
+            try await group.waitForAll()
+        }
+        let audit = try LeaseAuditTestSupport.strictViolations(reader)
+        #expect(audit.isEmpty, "\(audit)")
+        let commits = try await reader.read { try $0.commitLog() }
+        #expect(commits.allSatisfy { $0.fencedEpoch != nil }, "\(commits)")
         await world.server.stop()
     }
 
@@ -248,5 +291,16 @@ struct EmbeddingTests {
         #expect(status(shared, "host")?.phase == .finished)
         #expect(HeartbeatRecord.read(at: shared.writerLockPath)?.released ?? 0 > 0)
         await world.server.stop()
+    }
+}
+
+/// `baton lease check --strict`, in process.
+enum LeaseAuditTestSupport {
+    static func strictViolations(_ store: SharedStore) throws -> [LeaseAudit.Violation] {
+        let (history, commits) = try store.read { (try $0.leaseHistory(), try $0.commitLog()) }
+        let folded = LeaseHistory.fold(
+            history, record: HeartbeatRecord.read(at: store.directory.writerLockPath))
+        return LeaseAudit.check(folded)
+            + LeaseAudit.checkCommits(commits, history: folded, strict: true).violations
     }
 }

@@ -193,6 +193,7 @@ struct MachineSimulation {
         #expect((machine.phase.lease != nil) == holding.contains(machine.phase.name))
         if let lease = machine.phase.lease { #expect(!dead.contains(lease)) }
         if machine.localEdits > 0 { #expect(machine.phase.lease != nil) }
+        if machine.admitsEdits { #expect(machine.phase.name == .writer) }
         seen.insert(machine.phase.name.rawValue)
 
         // A change of what the status shows is published.

@@ -301,13 +301,15 @@ struct ParticipantMachineShutdownTests {
 struct ParticipantMachineLocalEditTests {
     let one = TestLease(epoch: 1)
 
-    @Test("only the writer admits an edit, fenced by its lease")
+    @Test("only a writer that has started admits an edit, fenced by its lease")
     func admission() {
         var machine = TestMachine.make()
         #expect(machine.beginLocalEdit() == nil)
         _ = machine.feed(.lifecycle(.foreground))
         #expect(machine.beginLocalEdit() == nil)
         _ = machine.feed(.leaseGranted(one, waitMillis: 0))
+        #expect(machine.beginLocalEdit() == nil, "its soups are registered by the start")
+        _ = machine.feed(.writerStarted)
         #expect(machine.beginLocalEdit() == one)
         #expect(machine.localEdits == 1)
     }

@@ -135,32 +135,33 @@ extension Participant {
         guard acquiring == nil else { return }
         if let taken = lease.current, machine.phase.lease == nil {
             // Taken by an earlier wait whose grant is still queued: use it now.
-            sink.yield(.leaseGranted(taken, waitMillis: 0))
+            sink.yield(.leaseGranted(taken, waitMillis: 0, wait: nil))
             return
         }
         record(.leaseWaiting)
         let (lease, sink, directory, me) = (self.lease, self.sink, self.directory, configuration)
-        let started = MonotonicClock.millis()
-        acquiring = Task {
+        let (started, id) = (MonotonicClock.millis(), UUID())
+        let task = Task {
             do {
                 let held = try await lease.acquire(
                     // Hold back while a higher-priority participant waits for the lease.
                     mayTry: { !Self.higherPriorityIsWaiting(than: me, in: directory) },
                     onBlocked: { sink.yield(.leaseBlocked($0)) })
-                sink.yield(.leaseGranted(held, waitMillis: MonotonicClock.millis() - started))
+                sink.yield(.leaseGranted(held, waitMillis: MonotonicClock.millis() - started, wait: id))
             } catch is CancellationError {
                 return
             } catch {
-                sink.yield(.leaseFailed(String(describing: error)))
+                sink.yield(.leaseFailed(String(describing: error), wait: id))
             }
         }
+        acquiring = (id, task)
     }
 
     /// Stops the wait; a holding it took just before the cancel landed (never the machine's) goes
     /// back untouched.
     func cancelAcquiring() async {
-        acquiring?.cancel()
-        await acquiring?.value
+        acquiring?.task.cancel()
+        await acquiring?.task.value
         acquiring = nil
         if machine.phase.lease == nil, let taken = lease.current { releaseUnused(taken) }
     }
@@ -207,7 +208,8 @@ extension Participant {
             log.log("writer.error", ["error": .string(String(describing: error))])
             outcome = .writerStartFailed(String(describing: error))
         }
-        return [outcome, .managerState(await manager.state)]
+        // The manager's state first: an outcome that steps down stops the manager afterwards.
+        return [.managerState(await manager.state), outcome]
     }
 
     func runConfigured(_ sync: ConfiguredSync) async throws {
@@ -269,7 +271,10 @@ extension Participant {
         let begun = ContinuousClock.now
         log.log("stop.requested", ["reason": .string(reason.rawValue)])
         await manager.stop()
-        if await feed(.managerState(await manager.state)) { return [] }
+        // Logged now, before the wait, so the log reads in order. The machine answers a manager
+        // state with a record and a publish only: never an exit, never another stop.
+        let ended = await feed(.managerState(await manager.state))
+        assert(!ended, "a manager state ended the participant")
         // Past the deadline, interrupt the SQLite statement in flight (its page rolls back) and
         // abandon a wait for a lock held elsewhere, so the stop completes; the watchdog is
         // cancelled as soon as the stop is done.

@@ -33,9 +33,10 @@ public actor Participant: Service {
     /// What the event loop hears of, in order.
     enum Input: Sendable {
         case directory(DirectoryWatcher.Event)
-        /// The lease's current holding, `waitMillis` after asking.
-        case leaseGranted(WriterLease.Held, waitMillis: Double)
-        case leaseFailed(String)
+        /// The lease's current holding, `waitMillis` after asking, from the wait `wait` (nil: a
+        /// holding taken by an earlier wait).
+        case leaseGranted(WriterLease.Held, waitMillis: Double, wait: UUID?)
+        case leaseFailed(String, wait: UUID)
         /// The held lock file was replaced or deleted (the heartbeat noticed).
         case lockFileChanged
         /// A takeover waits for a holder that keeps SQLite's write lock (nil: no longer).
@@ -58,8 +59,8 @@ public actor Participant: Service {
     /// The rules, and the single truth of where this participant is (the lease it holds among
     /// it).
     var machine: Machine
-    /// The wait for the lease under way, if any.
-    var acquiring: Task<Void, Never>?
+    /// The wait for the lease under way, if any (its id tells its outcome from a stale one's).
+    var acquiring: (id: UUID, task: Task<Void, Never>)?
     var hasRun = false
     /// Clean resync ghosts runs queued behind its sync; this awaits its outcome for the log.
     var ghostCleaning: Task<Void, Never>?
@@ -131,9 +132,11 @@ public actor Participant: Service {
     public func write<T: Sendable>(
         waitingUpTo timeout: Duration? = nil, _ body: @escaping @Sendable (LocalEdits) throws -> T
     ) async throws -> T {
-        if machine.phase.name != .writer {
-            guard let timeout else { throw notWriterError() }
-            try await waitToBeWriter(timeout: timeout)
+        if !machine.admitsEdits {
+            // A writer still starting (registering its soups) is waited for, as one to come.
+            let starting = machine.phase.name == .writer ? configuration.stopDeadline : nil
+            guard let wait = timeout ?? starting else { throw notWriterError() }
+            try await waitToBeWriter(timeout: wait)
         }
         guard let held = machine.beginLocalEdit() else { throw notWriterError() }
         defer { sink.yield(.localEditEnded) }
@@ -152,7 +155,7 @@ public actor Participant: Service {
     func notWriterError() -> CoordinatorError {
         CoordinatorError(
             .notWriter,
-            "participant '\(configuration.name)' does not hold the writer lease (it is \(machine.phase.name.rawValue))\(writerHint()); bring it to the foreground, or pass a timeout to wait"
+            "participant '\(configuration.name)' does not hold the writer lease (it is \(machine.phase.name == .writer ? "starting as the writer" : machine.phase.name.rawValue))\(writerHint()); bring it to the foreground, or pass a timeout to wait"
         )
     }
 
@@ -233,8 +236,8 @@ public actor Participant: Service {
             for await input in inbox {
                 if await handle(input) { break }
             }
-            acquiring?.cancel()
-            await acquiring?.value
+            acquiring?.task.cancel()
+            await acquiring?.task.value
             await ghostCleaning?.value
             for timer in timers.values { timer.cancel() }
             timers = [:]
@@ -253,12 +256,14 @@ public actor Participant: Service {
         switch input {
         case .directory(let change):
             return await directoryChanged(change)
-        case .leaseGranted(let held, let waitMillis):
-            acquiring = nil
+        case .leaseGranted(let held, let waitMillis, let wait):
+            if let wait, acquiring?.id == wait { acquiring = nil }
             // A holding released since (the wait was cancelled) is nobody's to adopt.
             guard lease.current == held else { return false }
             return await feed(.leaseGranted(held, waitMillis: waitMillis))
-        case .leaseFailed(let reason):
+        case .leaseFailed(let reason, let wait):
+            // Only the wait under way counts (a cancelled one's failure says nothing now).
+            guard acquiring?.id == wait else { return false }
             acquiring = nil
             return await feed(.leaseFailed(reason))
         case .lockFileChanged:

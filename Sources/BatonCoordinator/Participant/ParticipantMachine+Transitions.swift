@@ -77,14 +77,14 @@ extension ParticipantMachine {
         guard case .writer(let lease) = phase else { return [] }
         switch outcome {
         case .writerStarted:
+            admitsEdits = true
             var actions = resetRecovery(.writerStart)
             if case .writerStartFailed = problem { actions += setProblem(nil) }
             return actions + [.resumeEditWaiters]
         case .writerStartFailed(let error):
             // Holding the lease with nothing running helps nobody: try again after a pause.
-            return setProblem(.writerStartFailed(error)) + scheduleRecovery(.writerStart) + [
-                .resumeEditWaiters
-            ]
+            // Edits wait for a start that succeeds (their soups may not be registered).
+            return setProblem(.writerStartFailed(error)) + scheduleRecovery(.writerStart)
         default:
             // Trying again with this holding would keep the lock from everyone and never
             // commit: step down fenced and wait for a fresh epoch.
@@ -109,6 +109,7 @@ extension ParticipantMachine {
     mutating func beginRelease(_ lease: Lease, _ reason: ReleaseReason, fenced: Bool = false) -> [Action] {
         let release = Release(lease: lease, reason: reason)
         phase = fenced ? .fenced(release) : .releasing(release)
+        admitsEdits = false
         return cancelRetries() + cancelRecovery(.writerStart) + [.publish, .stopSyncs(reason)]
     }
 

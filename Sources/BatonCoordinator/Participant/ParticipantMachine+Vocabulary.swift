@@ -43,7 +43,7 @@ extension ParticipantMachine {
         /// Fence writes with `lease`, recover interrupted syncs, restart stopped ones, run the
         /// configured syncs. → `writerStarted`, `writerStartFailed` or `writerStartStale`.
         case becomeWriter(Lease)
-        /// Let the local edits waiting for the lease go ahead.
+        /// Let the local edits waiting for the writer to start go ahead.
         case resumeEditWaiters
         /// Run a failed configured sync again. → `syncFailed` when it cannot even start.
         case runSync(String)

@@ -119,6 +119,9 @@ public struct ParticipantMachine<Lease: Sendable & Hashable>: Sendable, Hashable
     public internal(set) var managerState: ManagerStateMachine.State?
     /// Local edits running under the lease (a release waits for them).
     public internal(set) var localEdits = 0
+    /// The writer has started (its soups registered, its syncs running): local edits are
+    /// admitted. True only in `writer`, from `writerStarted` until the release begins.
+    public internal(set) var admitsEdits = false
     var retries: [String: SyncRetries] = [:]
     var recoveries: [Recovery: RecoveryState] = [:]
     /// The reason the lifecycle file was last ignored for (said once).
@@ -204,10 +207,11 @@ public struct ParticipantMachine<Lease: Sendable & Hashable>: Sendable, Hashable
     }
 
     /// A local edit asks to commit: the lease to fence it with, counted until `localEditEnded`
-    /// (a release waits for it), or nil when this participant is not the writer. A question
+    /// (a release waits for it), or nil when this participant is not the writer, or is but has
+    /// not started yet (its soups may not be registered). A question
     /// answered at once rather than an event: the edit cannot wait for the event loop.
     public mutating func beginLocalEdit() -> Lease? {
-        guard case .writer(let lease) = phase else { return nil }
+        guard case .writer(let lease) = phase, admitsEdits else { return nil }
         localEdits += 1
         return lease
     }
