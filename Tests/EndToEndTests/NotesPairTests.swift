@@ -31,11 +31,7 @@ struct NotesPairTests {
     )
     func pair() async throws {
         let products = try await Self.build()
-        let serve = try await BatonProcess(["serve", "--json", "--seed", "Account=20"])
-        try await serve.waitForOutput("the server's address") { out, _ in out.contains("\n") }
-        let first = try JSONValue(parsing: String(serve.stdout.split(separator: "\n")[0]))
-        let url = try #require(first.value(atPath: "url")?.stringValue)
-        let token = try #require(first.value(atPath: "token")?.stringValue)
+        let (serve, url, token) = try await Self.serve()
         let temp = FileManager.default.temporaryDirectory.path + "/notes-pair-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: temp) }
         let common = ["--dir", temp + "/d", "--server", url, "--token", token]
@@ -108,11 +104,7 @@ struct NotesPairTests {
     )
     func shareFirst() async throws {
         let products = try await Self.build()
-        let serve = try await BatonProcess(["serve", "--json", "--seed", "Account=20"])
-        try await serve.waitForOutput("the server's address") { out, _ in out.contains("\n") }
-        let first = try JSONValue(parsing: String(serve.stdout.split(separator: "\n")[0]))
-        let url = try #require(first.value(atPath: "url")?.stringValue)
-        let token = try #require(first.value(atPath: "token")?.stringValue)
+        let (serve, url, token) = try await Self.serve()
         let temp = FileManager.default.temporaryDirectory.path + "/notes-pair-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: temp) }
         let common = ["--dir", temp + "/d", "--server", url, "--token", token]
@@ -141,6 +133,16 @@ struct NotesPairTests {
         try await Self.expectSingleWriter(temp + "/d")
         await serve.send(SIGTERM)
         _ = try await serve.wait(timeout: .seconds(30))
+    }
+
+    /// `baton serve` with 20 Accounts: the process, its URL and its token.
+    static func serve() async throws -> (BatonProcess, url: String, token: String) {
+        let serve = try await BatonProcess(["serve", "--json", "--seed", "Account=20"])
+        try await serve.waitForOutput("the server's address") { out, _ in out.contains("\n") }
+        let first = try JSONValue(parsing: String(serve.stdout.split(separator: "\n")[0]))
+        let url = try #require(first.value(atPath: "url")?.stringValue)
+        let token = try #require(first.value(atPath: "token")?.stringValue)
+        return (serve, url, token)
     }
 
     /// `baton lease check --strict` passes on `dir`: no overlapping holdings, and every commit by
