@@ -5,11 +5,10 @@ import PackageDescription
 // on Baton's libraries (the root package, by path).
 let package = Package(
     name: "NotesPair",
-    platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "baton", path: "../.."),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
-        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .target(
