@@ -75,26 +75,30 @@ public final class SharedStore: Sendable {
         directory: SharedDirectory, create: Bool = true, busyTimeout: Duration = .seconds(10),
         faults: StorageFaults?, logger: Logger
     ) throws -> SharedStore {
+        let path = directory.storePath
+        /// Refuses a missing store beside an orphaned WAL, and (`create` false) a missing store.
+        func refuseMissingStore() throws {
+            guard !FileManager.default.fileExists(atPath: path) else { return }
+            if FileManager.default.fileExists(atPath: path + "-wal") {
+                // A new store beside an old WAL would take the WAL's frames as its own (or reset
+                // it), damaging the store it belongs to, wherever that was moved.
+                throw StoreError(
+                    .storeFileChanged,
+                    "\(path) is missing but its write-ahead log \(path)-wal is still there: the store was moved or deleted while in use; put it back, or move \(path)-wal and \(path)-shm away to start a new store"
+                )
+            }
+            if !create {
+                throw StoreError(
+                    .directoryUnavailable,
+                    "no store in \(directory.path); start a participant there or pass the right --dir")
+            }
+        }
+        // Before setup.lock too: a reader of a directory with no store creates nothing there.
+        try refuseMissingStore()
         let setupLock = try FileLock(path: directory.setupLockPath)
         try setupLock.lock()
         defer { setupLock.unlock() }
-
-        let path = directory.storePath
-        if !FileManager.default.fileExists(atPath: path),
-            FileManager.default.fileExists(atPath: path + "-wal")
-        {
-            // A new store beside an old WAL would take the WAL's frames as its own (or reset it),
-            // damaging the store it belongs to, wherever that was moved.
-            throw StoreError(
-                .storeFileChanged,
-                "\(path) is missing but its write-ahead log \(path)-wal is still there: the store was moved or deleted while in use; put it back, or move \(path)-wal and \(path)-shm away to start a new store"
-            )
-        }
-        if !create, !FileManager.default.fileExists(atPath: path) {
-            throw StoreError(
-                .directoryUnavailable,
-                "no store in \(directory.path); start a participant there or pass the right --dir")
-        }
+        try refuseMissingStore()
         let previousMask = umask(0o077)
         defer { umask(previousMask) }
         do {

@@ -95,6 +95,38 @@ struct CLIErrorTests {
         #expect(result.stderr.split(separator: "\n").count == 1, "stderr: \(result.stderr)")
     }
 
+    @Test(
+        "baton wait: 0 when the condition holds, 2 on a timeout, 1 on a missing directory, which it never creates"
+    )
+    func waitExitCodes() async throws {
+        let temp = try TemporaryDirectory()
+        let dir = temp.path + "/shared"
+        #expect(try await BatonProcess.run(["store", "init", "--dir", dir]).status == 0)
+        let held = try await BatonProcess.run(["wait", "--dir", dir, "--no-writer", "--timeout", "5"])
+        #expect(held.status == 0, "\(held.stderr)")
+        let timedOut = try await BatonProcess.run([
+            "wait", "--dir", dir, "--writer", "nobody", "--timeout", "0.2",
+        ])
+        #expect(timedOut.status == 2, "\(timedOut.stderr)")
+        #expect(timedOut.stderr.hasPrefix("baton: error: timed out"), "\(timedOut.stderr)")
+
+        let missing = temp.path + "/no/such/dir"
+        let refused = try await BatonProcess.run([
+            "wait", "--dir", missing, "--writer", "host", "--timeout", "2",
+        ])
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(refused.stderr.contains("no shared directory at \(missing)"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: temp.path + "/no"), "wait created the directory")
+
+        // A directory with no store: readers create nothing in it either (no setup.lock).
+        let empty = temp.path + "/empty"
+        try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: false)
+        _ = try await BatonProcess.run(["wait", "--dir", empty, "--writer", "host", "--timeout", "0.2"])
+        _ = try await BatonProcess.run(["status", "--dir", empty])
+        #expect(!FileManager.default.fileExists(atPath: empty + "/setup.lock"))
+        #expect(!FileManager.default.fileExists(atPath: empty + "/store.sqlite"))
+    }
+
     @Test("a store file that is not SQLite and a world-writable directory are refused")
     func badStores() async throws {
         let temp = try TemporaryDirectory()

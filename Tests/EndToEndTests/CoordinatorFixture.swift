@@ -20,6 +20,9 @@ final class CoordinatorFixture: @unchecked Sendable {
     init(records: Int, timeStamps: Int? = nil, bytes: Int = 0) async throws {
         temp = try TemporaryDirectory()
         dir = temp.path + "/shared"
+        // As a user would (`mktemp -d`): the shared directory exists before anything waits on it.
+        try FileManager.default.createDirectory(
+            atPath: dir, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         var quiet = Logger(label: "test.server")
         quiet.logLevel = .critical
         server = try await ReferenceServer.start(.init(token: "e2e-token"), logger: quiet)

@@ -28,8 +28,17 @@ public enum WaitCondition: Sendable, Equatable {
 
     /// Waits (on inotify events in D/participants, D/lifecycle and D/changes, never polling)
     /// until the condition holds in the shared directory at `path`; false after `timeout`.
+    ///
+    /// - Throws: `directoryUnavailable` when there is no shared directory at `path` (a wait
+    ///   never creates one: a mistyped path would wait out its timeout for nothing).
     public func wait(in path: String, timeout: Duration) async throws -> Bool {
-        let shared = try SharedDirectory(path: path)
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw StoreError(
+                .directoryUnavailable,
+                "no shared directory at \(path); start a participant there (or baton store init) first, or pass the right --dir"
+            )
+        }
+        let shared = try SharedDirectory(path: path, create: false)
         for sub in [shared.lifecyclePath, shared.participantsPath] { try shared.ensureSubdirectory(sub) }
         // In the root only the change doorbell matters: the store files and setup.lock change
         // when a check opens the store, and must not wake the wait again.

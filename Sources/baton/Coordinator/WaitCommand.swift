@@ -5,11 +5,14 @@ import BatonHarness
 struct WaitCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "wait",
-        abstract: "Wait until a condition holds: exit 0 when it does, 1 on timeout.",
+        abstract: "Wait until a condition holds: exit 0 when it does, 2 on timeout, 1 on an error.",
         discussion: """
             Re-checks on inotify events in D/participants, D/lifecycle and D/changes (the writer \
-            replaces D/changes after each commit); it never polls, and uses no CPU while nothing \
-            changes.
+            rewrites D/changes after each commit); it never polls, and uses no CPU while nothing \
+            changes. A missing shared directory is an error (exit 1): wait never creates one.
+
+            Exit codes: 0 the condition holds, 2 the timeout passed first, 1 an error (a missing \
+            or unsafe directory), 64 bad usage.
             """
     )
 
@@ -55,6 +58,6 @@ struct WaitCommand: AsyncParsableCommand {
 
     func run() async throws {
         let met = try await condition.wait(in: directory.dir, timeout: .milliseconds(Int(timeout * 1000)))
-        guard met else { throw CLIError(message: "timed out after \(timeout)s", exitCode: 1) }
+        guard met else { throw CLIError(message: "timed out after \(timeout)s", exitCode: 2) }
     }
 }
