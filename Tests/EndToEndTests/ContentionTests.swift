@@ -39,7 +39,10 @@ extension HeavyEndToEnd {
             #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
             let history = try await BatonProcess.run(["lease", "history", "--dir", f.dir, "--json"])
             let intervals = try JSONValue(parsing: history.stdout).arrayValue ?? []
-            #expect(intervals.count > 8)
+            // The lease really moved among them (how often depends on the machine's speed: the
+            // flips do not wait for hand-overs, so a loaded machine completes fewer).
+            let holders = Set(intervals.compactMap { $0.value(atPath: "name")?.stringValue })
+            #expect(holders.count >= 2, "holders: \(holders), \(intervals.count) intervals")
             for name in names {
                 let errors = f.log(name).filter { $0["event"] == "writer.error" }
                 #expect(errors.isEmpty, "\(name): \(errors.map { JSONValue.object($0).jsonString })")
