@@ -1,8 +1,12 @@
 import ArgumentParser
+import BatonCoordinator
 import BatonHarness
+import BatonREST
 import BatonStore
+import BatonSync
 import Foundation
 import Logging
+import SOQL
 
 @main
 struct Baton: AsyncParsableCommand {
@@ -47,7 +51,18 @@ struct Baton: AsyncParsableCommand {
             CLIOutput.fail(error.description)
         } catch let error as CLIError {
             CLIOutput.fail(error.message, code: error.exitCode)
+        } catch let error as CoordinatorError {
+            CLIOutput.fail(error.message)
+        } catch let error as SyncError {
+            CLIOutput.fail(error.description)
+        } catch let error as RESTError {
+            CLIOutput.fail(error.description)
+        } catch let error as SOQLError {
+            CLIOutput.fail(error.description)
+        } catch let error as ChildProcessError {
+            CLIOutput.fail(error.description)
         } catch {
+            // ArgumentParser's own: help, version, usage errors (exit 64 with the usage line).
             exit(withError: error)
         }
     }

@@ -21,9 +21,11 @@ extension HeavyEndToEnd {
             }
             let second = try await f.start("host", role: "host", lifecycle: "foreground", tracked: false)
             let refused = try await second.wait(timeout: .seconds(30))
-            #expect(refused.status != 0)
+            #expect(refused.status == 1)
+            // One line, as every error: no usage text, no ArgumentParser form.
             #expect(
-                refused.stderr.contains("participant 'host' is already running (pid \(first.pid))"),
+                refused.stderr
+                    == "baton: error: participant 'host' is already running (pid \(first.pid)) in \(f.dir); stop it first or choose another --name\n",
                 "\(refused.stderr)")
             #expect(first.isRunning)
 
