@@ -16,6 +16,21 @@ public enum WallClock {
         clock_gettime(CLOCK_REALTIME, &spec)
         return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
     }
+
+    /// `millis` (since 1970) as ISO 8601 in UTC with milliseconds: `2026-11-25T03:42:36.123Z`.
+    public static func iso8601(millis: Int64) -> String {
+        let (seconds, fraction) = millis.quotientAndRemainder(dividingBy: 1000)
+        let (whole, milli) = fraction < 0 ? (seconds - 1, fraction + 1000) : (seconds, fraction)
+        var time = time_t(whole)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        func pad(_ value: Int32, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
+            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(milli), 3))Z"
+    }
 }
 
 /// `CLOCK_MONOTONIC`: one clock for every process of a boot, never set back or forward, so two

@@ -7,8 +7,9 @@ public enum LeaseReport {
     public static func table(_ history: [LeaseRecord]) -> [String] {
         let rows = history.map { record in
             [
-                String(record.epoch), record.name, String(record.pid), String(record.acquired),
-                record.released.map(String.init) ?? "held", record.releaseKind ?? "",
+                String(record.epoch), record.name, String(record.pid),
+                WallClock.iso8601(millis: record.acquired),
+                record.released.map { WallClock.iso8601(millis: $0) } ?? "held", record.releaseKind ?? "",
             ]
         }
         return Table.render(header: ["EPOCH", "NAME", "PID", "ACQUIRED", "RELEASED", "HOW"], rows: rows)

@@ -5,7 +5,11 @@ import BatonHarness
 extension LeaseCommand {
     struct History: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Every lease interval: epoch, holder, pid, acquired, released.")
+            abstract: "Every lease interval: epoch, holder, pid, acquired, released.",
+            discussion: """
+                Times are ISO 8601 in UTC with milliseconds; with --json they are numbers, \
+                milliseconds since 1970.
+                """)
 
         @OptionGroup var directory: DirectoryOptions
         @Flag(help: "Print a JSON array.") var json = false
