@@ -4,7 +4,11 @@ import Logging
 
 /// `--dir D`: the shared directory, common to every command that touches a store.
 struct DirectoryOptions: ParsableArguments {
-    @Option(name: .long, help: "The shared directory (created with mode 0700 if missing).")
+    @Option(
+        name: .long,
+        help:
+            "The shared directory (store init, soup create and participant create it, mode 0700, if missing)."
+    )
     var dir: String
 
     /// Opens the store; `create: false` refuses a directory with no store yet.
