@@ -95,6 +95,24 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The NotesPair example's host app and share extension, built here with this package's
+        // dependencies so that the test command builds each dependency once.
+        // Examples/NotesPair/Package.swift is the same app as a package of its own that depends
+        // on Baton by URL, as an app would; a test type-checks these sources as such an app,
+        // outside this package (no `package` declarations).
+        .target(
+            name: "NotesKit",
+            dependencies: [
+                "BatonCoordinator", "BatonREST", "BatonSync", "BatonStore",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Examples/NotesPair/Sources/NotesKit"
+        ),
+        .executableTarget(
+            name: "NotesHost", dependencies: ["NotesKit"], path: "Examples/NotesPair/Sources/NotesHost"),
+        .executableTarget(
+            name: "NotesShare", dependencies: ["NotesKit"], path: "Examples/NotesPair/Sources/NotesShare"),
         // Helpers shared by the test targets (temporary directories, a live server).
         .target(
             name: "BatonTestSupport",

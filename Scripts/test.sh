@@ -4,8 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source Scripts/bootstrap.sh
+# One build of everything, each dependency once: the libraries, `baton`, the NotesPair
+# example's apps (targets of this package too) and the tests.
 swift build --build-tests
-# The example package (Examples/NotesPair, depending on this one by path), built here so its
-# test only checks that it is up to date instead of building it beside the other tests.
-swift build --package-path Examples/NotesPair --scratch-path .build-notes
 swift test --skip-build "$@"

@@ -1,14 +1,15 @@
 // swift-tools-version:6.2
 import PackageDescription
 
-// A host app and its share extension, two small executables over one shared directory, built
-// on Baton's libraries (the root package, by path).
+// NotesPair as an app builds it: Baton by URL with a version range, nothing else pinned.
+// (Baton's own package builds these same sources as targets of its own, so that its test command
+// builds each dependency once; a test resolves this manifest against a local copy of Baton.)
 let package = Package(
     name: "NotesPair",
     dependencies: [
-        .package(name: "baton", path: "../.."),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/baton-sync/baton", from: "0.1.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.0.0"),
     ],
     targets: [
         .target(

@@ -3,34 +3,27 @@ import BatonREST
 import Foundation
 import Testing
 
-/// `Examples/NotesPair`, a package of its own that depends on this one by path, built and driven
-/// as processes: a host app and a share extension over one shared directory.
+/// `Examples/NotesPair`, driven as processes: a host app and a share extension over one shared
+/// directory.
 @Suite("The NotesPair example", .serialized, .timeLimit(.minutes(20)))
 struct NotesPairTests {
-    /// The repository's root (this file is Tests/EndToEndTests/NotesPairTests.swift).
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().path
-
-    /// Builds the example (its own build folder, beside the root's) and returns its products' folder.
-    static func build() async throws -> String {
-        let scratch = root + "/.build-notes"
-        let swift = ProcessInfo.processInfo.environment["SWIFT_EXEC_BUILD"] ?? "/usr/bin/env"
-        let arguments =
-            (swift == "/usr/bin/env" ? ["swift"] : [])
-            + ["build", "--package-path", root + "/Examples/NotesPair", "--scratch-path", scratch]
-        let build = try await BatonProcess(arguments, executable: swift)
-        let result = try await build.wait(timeout: .seconds(900))
-        #expect(
-            result.status == 0,
-            "swift build of the example failed: \(result.stdout.suffix(2000)) \(result.stderr.suffix(2000))")
-        return scratch + "/debug"
+    /// The folder of the example's executables: this package builds them (NotesHost and
+    /// NotesShare are targets of the root package too), beside `baton`.
+    static func products() throws -> String {
+        let baton = URL(fileURLWithPath: BatonBinary.path).deletingLastPathComponent().path
+        for name in ["NotesHost", "NotesShare"] {
+            try #require(
+                FileManager.default.isExecutableFile(atPath: baton + "/" + name),
+                "\(name) is not built beside \(BatonBinary.path) (swift build --build-tests builds it)")
+        }
+        return baton
     }
 
     @Test(
         "host and share extension: edits by the writer sync up, the other's write is refused naming it, each sees the other's commits, nothing is lost"
     )
     func pair() async throws {
-        let products = try await Self.build()
+        let products = try Self.products()
         let (serve, url, token) = try await Self.serve()
         let temp = FileManager.default.temporaryDirectory.path + "/notes-pair-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: temp) }
@@ -103,7 +96,7 @@ struct NotesPairTests {
         "share extension first, then the host: neither commits anything at start-up; the host becomes the writer and syncs"
     )
     func shareFirst() async throws {
-        let products = try await Self.build()
+        let products = try Self.products()
         let (serve, url, token) = try await Self.serve()
         let temp = FileManager.default.temporaryDirectory.path + "/notes-pair-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: temp) }

@@ -17,32 +17,15 @@ struct WriteCapabilityTests {
 
     /// The public symbols of `module`, from the modules the test build made.
     static func publicSymbols(_ module: String) async throws -> [Symbol] {
-        let modules = try #require(Self.modulesDirectory(), "no Modules directory beside the test bundle")
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let build = URL(fileURLWithPath: modules).deletingLastPathComponent().deletingLastPathComponent().path
         let output = FileManager.default.temporaryDirectory.path + "/baton-symbols-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: output) }
-        var arguments = [
-            "symbolgraph-extract", "-module-name", module, "-I", modules, "-minimum-access-level", "public",
-            "-output-dir", output, "-target", "x86_64-unknown-linux-gnu",
-        ]
-        #if arch(arm64)
-            arguments[arguments.count - 1] = "aarch64-unknown-linux-gnu"
-        #endif
-        // GRDB's SQLite module map, which BatonStore's interface refers to.
-        for candidate in [build, root.path + "/.build"] {
-            let map = candidate + "/checkouts/GRDB.swift/Sources/GRDBSQLite/module.modulemap"
-            if FileManager.default.fileExists(atPath: map) {
-                arguments += ["-Xcc", "-fmodule-map-file=" + map]
-                break
-            }
-        }
-        let swift = ProcessInfo.processInfo.environment["SWIFT_EXEC_BUILD"] ?? "/usr/bin/env"
-        let tool = try await BatonProcess(
-            (swift == "/usr/bin/env" ? ["swift"] : []) + arguments, executable: swift)
-        let result = try await tool.wait(timeout: .seconds(120))
+        let arguments =
+            [
+                "symbolgraph-extract", "-module-name", module, "-minimum-access-level", "public",
+                "-output-dir", output, "-target", BuiltModules.triple,
+            ] + (try BuiltModules.searchArguments())
+        let result = try await BuiltModules.run("swift", arguments, timeout: .seconds(120))
         try #require(result.status == 0, "symbolgraph-extract failed: \(result.stderr.suffix(2000))")
         let data = try Data(contentsOf: URL(fileURLWithPath: output + "/\(module).symbols.json"))
         let graph = try JSONValue(parsing: data)
@@ -54,19 +37,6 @@ struct WriteCapabilityTests {
                 kind: symbol.value(atPath: "kind.identifier")?.stringValue ?? "",
                 path: path.joined(separator: "."), declaration: fragments.joined())
         }
-    }
-
-    /// `Modules` in the build directory the test bundle lives in.
-    static func modulesDirectory() -> String? {
-        var url = Bundle.main.bundleURL
-        while url.pathComponents.count > 1 {
-            let candidate = url.appendingPathComponent("Modules/BatonStore.swiftmodule").path
-            if FileManager.default.fileExists(atPath: candidate) {
-                return url.appendingPathComponent("Modules").path
-            }
-            url.deleteLastPathComponent()
-        }
-        return nil
     }
 
     @Test("BatonStore: no public way to mint a fence, no public unleased write, no public lease bookkeeping")
