@@ -127,6 +127,23 @@ struct CLIErrorTests {
         #expect(!FileManager.default.fileExists(atPath: empty + "/store.sqlite"))
     }
 
+    @Test(
+        "every command but store init, participant and signal --create refuses a missing directory, creating nothing",
+        arguments: [
+            ["status"], ["syncs"], ["lease", "history"], ["lease", "check"], ["store", "info"],
+            ["store", "query", "--soup", "accounts"], ["watch"], ["wait", "--release", "--timeout", "1"],
+            ["signal", "host", "background"],
+        ])
+    func missingDirectory(_ command: [String]) async throws {
+        let temp = try TemporaryDirectory()
+        let missing = temp.path + "/no/such/dir"
+        let result = try await BatonProcess.run(command + ["--dir", missing])
+        #expect(result.status == 1, "\(command): \(result.stderr)")
+        #expect(result.stderr.hasPrefix("baton: error: no shared directory at \(missing)"), "\(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: temp.path + "/no"), "\(command) created the directory")
+    }
+
     @Test("a store file that is not SQLite and a world-writable directory are refused")
     func badStores() async throws {
         let temp = try TemporaryDirectory()

@@ -11,10 +11,10 @@ public enum SignalRequest {
         do {
             shared = try SharedDirectory(path: path, create: create)
         } catch let error as StoreError where error.code == .directoryUnavailable && !create {
-            throw CLIError(
-                message:
-                    "\(error.message)\n(no shared directory at \(path): check --dir, or pass --create to make it)"
-            )
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw CLIError(message: "no shared directory at \(path) (check --dir, or pass --create to make it)")
+            }
+            throw error
         }
         let known =
             FileManager.default.fileExists(atPath: shared.lifecyclePath + "/" + name)

@@ -51,7 +51,9 @@ public struct SharedDirectory: Sendable, Hashable {
             guard errno == ENOENT, create else {
                 throw StoreError(
                     .directoryUnavailable,
-                    "shared directory \(path) is not accessible: \(String(cString: strerror(errno)))")
+                    errno == ENOENT
+                        ? "no shared directory at \(path) (start a participant there, or baton store init, first; or pass the right --dir)"
+                        : "shared directory \(path) is not accessible: \(String(cString: strerror(errno)))")
             }
             try makeParents(of: path)
             try makeDirectory(path)

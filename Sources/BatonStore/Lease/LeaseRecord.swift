@@ -53,7 +53,14 @@ extension StoreReader {
 
     /// The whole lease history, oldest first.
     public func leaseHistory() throws -> [LeaseRecord] {
-        try Row.fetchAll(db, sql: "SELECT * FROM lease_history ORDER BY epoch").map { row in
+        try leaseHistory(from: 0)
+    }
+
+    /// The lease history from `epoch` on (that epoch's interval included), oldest first.
+    public func leaseHistory(from epoch: Int64) throws -> [LeaseRecord] {
+        try Row.fetchAll(
+            try cached("SELECT * FROM lease_history WHERE epoch >= ? ORDER BY epoch"), arguments: [epoch]
+        ).map { row in
             LeaseRecord(
                 epoch: row["epoch"], name: row["name"], pid: row["pid"], acquired: row["acquired"],
                 released: row["released"], releaseKind: row["releaseKind"])
