@@ -139,9 +139,10 @@ struct CLIErrorTests {
         let missing = temp.path + "/no/such/dir"
         let result = try await BatonProcess.run(command + ["--dir", missing])
         #expect(result.status == 1, "\(command): \(result.stderr)")
-        #expect(result.stderr.hasPrefix("baton: error: no shared directory at \(missing)"), "\(result.stderr)")
-        #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: temp.path + "/no"), "\(command) created the directory")
+        let error = result.stderr
+        #expect(error.hasPrefix("baton: error: no shared directory at \(missing)"), "\(error)")
+        #expect(error.split(separator: "\n").count == 1, "\(error)")
+        #expect(!FileManager.default.fileExists(atPath: temp.path + "/no"), "\(command) created it")
     }
 
     @Test("a store file that is not SQLite and a world-writable directory are refused")

@@ -12,7 +12,8 @@ public enum SignalRequest {
             shared = try SharedDirectory(path: path, create: create)
         } catch let error as StoreError where error.code == .directoryUnavailable && !create {
             guard FileManager.default.fileExists(atPath: path) else {
-                throw CLIError(message: "no shared directory at \(path) (check --dir, or pass --create to make it)")
+                throw CLIError(
+                    message: "no shared directory at \(path) (check --dir, or pass --create to make it)")
             }
             throw error
         }
