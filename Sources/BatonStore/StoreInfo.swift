@@ -2,15 +2,23 @@
 public struct StoreInfo: Sendable, Hashable, Encodable {
     /// One soup and its record count.
     public struct Soup: Sendable, Hashable, Encodable {
+        /// The soup's name.
         public var name: String
+        /// How many records the soup holds.
         public var count: Int
+        /// The soup's indexed paths, in registration order.
         public var indexSpecs: [IndexSpec]
     }
 
+    /// The path of the store file (`D/store.sqlite`).
     public var path: String
+    /// Every registered soup.
     public var soups: [Soup]
+    /// The change sequence: bumped by every committed write.
     public var changeSequence: Int64
+    /// The current lease epoch (0 before anyone took the lease).
     public var leaseEpoch: Int64
+    /// How many sync states have each status (`syncs` in JSON).
     public var syncCounts: [String: Int]
     /// `PRAGMA integrity_check`: `"ok"` when sound.
     public var integrity: String

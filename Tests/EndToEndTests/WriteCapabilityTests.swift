@@ -13,6 +13,12 @@ struct WriteCapabilityTests {
         var kind: String
         var path: String
         var declaration: String
+        /// It has a doc comment of its own.
+        var documented = false
+        /// The compiler made it (a conformance's `hashValue`), so it has no source to document.
+        var synthesized = false
+        /// `File.swift:LINE`.
+        var location = ""
     }
 
     /// The public symbols of `module`, from the modules the test build made.
@@ -33,9 +39,17 @@ struct WriteCapabilityTests {
             let path = (symbol.value(atPath: "pathComponents")?.arrayValue ?? []).compactMap(\.stringValue)
             let fragments = (symbol.value(atPath: "declarationFragments")?.arrayValue ?? [])
                 .compactMap { $0.value(atPath: "spelling")?.stringValue }
+            let file =
+                symbol.value(atPath: "location.uri")?.stringValue.map { URL(string: $0)?.path ?? $0 } ?? ""
+            let line = (symbol.value(atPath: "location.position.line")?.intValue).map { $0 + 1 } ?? 0
             return Symbol(
                 kind: symbol.value(atPath: "kind.identifier")?.stringValue ?? "",
-                path: path.joined(separator: "."), declaration: fragments.joined())
+                path: path.joined(separator: "."), declaration: fragments.joined(),
+                documented: symbol.value(atPath: "docComment") != nil,
+                synthesized: symbol.value(atPath: "identifier.precise")?.stringValue?.contains(
+                    "::SYNTHESIZED::")
+                    ?? false,
+                location: file.isEmpty ? "" : "\(file.split(separator: "/Sources/").last ?? ""):\(line)")
         }
     }
 

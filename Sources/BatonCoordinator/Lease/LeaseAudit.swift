@@ -5,12 +5,18 @@ import BatonStore
 /// against it: every commit came from the holder of the epoch current at the time, never under
 /// a stale epoch.
 public enum LeaseAudit {
+    /// One problem found in the lease history or the commit log.
     public struct Violation: Sendable, Hashable, CustomStringConvertible {
+        /// The epoch the problem is about.
         public var epoch: Int64
+        /// What is wrong, as a phrase.
         public var problem: String
         public var description: String { "epoch \(epoch): \(problem)" }
     }
 
+    /// Checks `history` (oldest first): epochs strictly increase, and every interval but the last
+    /// was closed, no earlier than it began and no later than the next was acquired. Returns the
+    /// violations found (none when sound).
     public static func check(_ history: [LeaseRecord]) -> [Violation] {
         var violations: [Violation] = []
         for (previous, next) in zip(history, history.dropFirst()) {
@@ -49,6 +55,7 @@ public enum LeaseAudit {
         /// `baton store upsert --unleased`). One made while somebody held the lease is always
         /// listed in `violations`; the others only when `strict`.
         public var unleased = 0
+        /// How many commits were checked.
         public var checked = 0
     }
 

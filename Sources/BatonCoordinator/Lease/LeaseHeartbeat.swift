@@ -12,13 +12,16 @@ import Synchronization
 /// finds the file empty or half written in practice; a record that does not parse is treated
 /// as unknown, never as proof of life or of death.
 public struct HeartbeatRecord: Sendable, Hashable {
+    /// The record's size in bytes, newline included.
     public static let length = 224
 
+    /// The holder's process id.
     public var pid: Int32
     /// The holding's epoch. It is in the store's history once its first write committed.
     public var epoch: Int64
     /// `CLOCK_MONOTONIC` nanoseconds.
     public var beat: UInt64
+    /// The term the holder promises to beat within, in milliseconds.
     public var termMillis: Int64
     /// The epoch this holder took over from a silent holder (0 when it took a free lock): the
     /// old holder, woken, tells a takeover from a deleted lock file by it.
@@ -29,6 +32,7 @@ public struct HeartbeatRecord: Sendable, Hashable {
     /// records it (a holder that never writes passes it on to the next).
     public var closing: LeaseClosing?
 
+    /// Makes a record from its fields (by default not taken over, not released, and with no closing).
     public init(
         pid: Int32, epoch: Int64, beat: UInt64, termMillis: Int64, takenOver: Int64 = 0, released: Int64 = 0,
         closing: LeaseClosing? = nil

@@ -65,6 +65,7 @@ public struct TakeoverWatch: Sendable {
         /// `CLOCK_MONOTONIC` nanoseconds.
         public var now: UInt64
 
+        /// Makes an observation from what the waiter saw.
         public init(
             generation: FileIdentity?, record: HeartbeatRecord?, content: String, holderState: ProcessState,
             now: UInt64
@@ -77,6 +78,7 @@ public struct TakeoverWatch: Sendable {
         }
     }
 
+    /// What ``observe(_:)`` answers.
     public enum Decision: Sendable, Hashable {
         /// Look again at this time (`CLOCK_MONOTONIC` nanoseconds) at the latest.
         case wait(until: UInt64)
@@ -90,10 +92,14 @@ public struct TakeoverWatch: Sendable {
     private var lastChange: UInt64 = 0
     private var stoppedSince: UInt64?
 
+    /// Makes a watch that has seen nothing yet, using `defaultTerm` when a record gives no term.
     public init(defaultTerm: Duration) {
         self.defaultTerm = UInt64(max(0, defaultTerm.inNanoseconds))
     }
 
+    /// Takes in what the waiter sees now and answers when to look again, or to take over: once
+    /// the lock file and its content have not changed for a full term, or the holder has been
+    /// seen stopped for a quarter term.
     public mutating func observe(_ observation: Observation) -> Decision {
         let now = observation.now
         let term = observation.record.map { UInt64($0.termMillis) * 1_000_000 } ?? defaultTerm

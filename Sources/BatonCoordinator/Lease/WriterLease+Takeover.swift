@@ -12,6 +12,8 @@ extension WriterLease {
         public var epoch: Int64
         /// The old holder, from the lease history (nil when it had not recorded its epoch yet).
         public var name: String?
+        /// The old holder's process id, from its heartbeat record or the lease history (nil when
+        /// neither said).
         public var pid: Int32?
         /// What the kernel said of the old holder when the takeover was decided. A takeover of a
         /// holder that was `running` is a false one: it was only slow to beat.
@@ -19,6 +21,7 @@ extension WriterLease {
         /// How long the holder had been silent.
         public var silentMillis: Double
 
+        /// Makes the account of a takeover from its fields.
         public init(epoch: Int64, name: String?, pid: Int32?, holderState: ProcessState, silentMillis: Double)
         {
             self.epoch = epoch
@@ -31,8 +34,11 @@ extension WriterLease {
 
     /// The lock file's holder could not be taken over because it holds SQLite's write lock.
     public struct Blocked: Sendable, Hashable {
+        /// The holder: its name from the lease history, or `pid N` when it is not there.
         public var name: String
+        /// The holder's process id (0 when unknown).
         public var pid: Int32
+        /// What the kernel says the holder is doing.
         public var holderState: ProcessState
         /// "host (pid 123) is stopped inside a write transaction; resume or kill it".
         public var message: String

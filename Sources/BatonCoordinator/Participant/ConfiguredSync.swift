@@ -8,8 +8,10 @@ public enum ConfiguredSync: Sendable {
     case down(
         name: String, soup: String, target: any SyncDownTarget, options: SyncOptions,
         cleanGhosts: Bool = false)
+    /// A sync up of `soup`'s local changes to `target`.
     case up(name: String, soup: String, target: any SyncUpTarget, options: SyncOptions)
 
+    /// The name of the sync, and of its sync state in the store.
     public var name: String {
         switch self {
         case .down(let name, _, _, _, _), .up(let name, _, _, _): return name
@@ -19,11 +21,14 @@ public enum ConfiguredSync: Sendable {
 
 /// How a participant is set up.
 public struct ParticipantConfiguration: Sendable {
+    /// The participant's name (1-64 of A-Z a-z 0-9 . _ -, not starting with '.'): one live
+    /// process per name in a shared directory.
     public var name: String
     /// `host` or `extension`.
     public var role: ParticipantRole
     /// Higher wins the lease among foreground participants (host 100, extension 10 by default).
     public var priority: Int
+    /// The syncs it starts, in order, each time it becomes the writer.
     public var syncs: [ConfiguredSync]
     /// The soups this participant's app uses, registered each time it becomes the writer, under
     /// the lease and before anything else it writes (a soup already registered with these
@@ -36,11 +41,13 @@ public struct ParticipantConfiguration: Sendable {
     /// While writer, a configured sync that fails is run again after this delay, doubling on
     /// each failure in a row up to ``maxRetryDelay``; `nil` never retries.
     public var retryDelay: Duration?
+    /// The longest delay between retries of a failing configured sync.
     public var maxRetryDelay: Duration
     /// The writer lease's term: the holder renews it every quarter term, and a holder that has
     /// not renewed it for a whole term (frozen, hung) is taken over by a waiting participant.
     public var leaseTerm: Duration
 
+    /// Makes a configuration; `priority` defaults to the role's (``ParticipantRole/defaultPriority``).
     public init(
         name: String, role: ParticipantRole, priority: Int? = nil, syncs: [ConfiguredSync] = [],
         soups: [SoupSpec] = [], initialLifecycle: Lifecycle? = nil,

@@ -78,6 +78,9 @@ public actor Participant: Service {
     /// finishes when ``run()`` ends. `D/logs/<name>.jsonl` records the same.
     public nonisolated var events: AsyncStream<ParticipantEvent> { broadcaster.subscribe() }
 
+    /// Makes the participant `configuration.name` in `directory`: checks the name, claims it (one
+    /// live process per name; `nameInUse` otherwise) and opens its lease and log. Nothing runs
+    /// until ``run()``.
     public init(
         configuration: ParticipantConfiguration, directory: SharedDirectory, store: SharedStore,
         manager: SyncManager, logger: Logger

@@ -45,6 +45,7 @@ extension ParticipantMachine {
             case recovery(Recovery)
         }
 
+        /// What the timer is for.
         public let kind: Kind
         /// Unique among this machine's timers.
         public let serial: Int

@@ -128,6 +128,8 @@ public struct ParticipantMachine<Lease: Sendable & Hashable>: Sendable, Hashable
     var lifecycleIgnored: String?
     var lastTimerSerial = 0
 
+    /// Makes a machine in the background, for the configured syncs of these names and these
+    /// retry delays.
     public init(configuredSyncs: some Sequence<String>, retryDelay: Duration?, maxRetryDelay: Duration) {
         self.configuredSyncs = Set(configuredSyncs)
         self.retryDelay = retryDelay

@@ -17,9 +17,11 @@ public enum ParticipantPhase: String, Sendable, Hashable, Codable {
 
 /// Why a writer hands the lease over.
 public enum ReleaseReason: String, Sendable, Hashable {
+    /// Its lifecycle signal turned to background.
     case background
     /// A higher-priority participant is foreground and waiting.
     case yield
+    /// The participant is shutting down.
     case shutdown
     /// The store file was deleted, renamed or replaced: this process must not write.
     case storeLost = "store-lost"

@@ -11,6 +11,7 @@ import Foundation
 /// for await event in try DirectoryWatcher(root: "/tmp/d", subdirectories: ["lifecycle"]).events() { … }
 /// ```
 public struct DirectoryWatcher: Sendable {
+    /// What the watcher reports.
     public enum Event: Sendable, Hashable {
         /// Something happened to `name` in `directory` (`""` for the root).
         case changed(directory: String, name: String)
@@ -18,7 +19,9 @@ public struct DirectoryWatcher: Sendable {
         case rescan(String)
     }
 
+    /// The directory watched.
     public let root: String
+    /// The subdirectories of ``root`` also watched, by name.
     public let subdirectories: [String]
     /// Also report writes to files still open (appends to a log). Off for signal files, whose
     /// writers are only done when they close the file.
@@ -27,6 +30,7 @@ public struct DirectoryWatcher: Sendable {
     /// writer closes them (a lock file every process opens and closes would wake every watcher).
     public let rootNamesOnly: Bool
 
+    /// Makes a watcher of `root` and its `subdirectories`; nothing is watched until ``events()``.
     public init(
         root: String, subdirectories: [String], reportsModifications: Bool = false,
         rootNamesOnly: Bool = false

@@ -3,7 +3,9 @@ import Foundation
 
 /// A participant's lifecycle as its signal file says: `foreground` or `background`.
 public enum Lifecycle: String, Sendable, Hashable, CaseIterable, Codable {
+    /// In front: the participant asks for the writer lease and runs its syncs once it holds it.
     case foreground
+    /// Behind: the participant stops its syncs and lets the writer lease go.
     case background
 }
 
@@ -16,6 +18,7 @@ public enum LifecycleSignal {
 
     /// The outcome of reading one signal file.
     public enum Reading: Sendable, Hashable {
+        /// The file holds this lifecycle.
         case valid(Lifecycle)
         /// No file (yet).
         case missing
@@ -90,6 +93,7 @@ extension LifecycleSignal {
 
 /// Participant names: `[A-Za-z0-9._-]{1,64}`.
 public enum ParticipantName {
+    /// Throws `invalidName` unless `name` is 1-64 of A-Z a-z 0-9 . _ - and does not start with '.'.
     public static func validate(_ name: String) throws {
         guard Names.isValid(name), !name.hasPrefix(".") else {
             throw CoordinatorError(
@@ -102,6 +106,9 @@ public enum ParticipantName {
 
 /// Files replaced atomically: written to a temporary sibling, then renamed over the target.
 public enum AtomicFile {
+    /// Writes `data` to a new temporary sibling of `path` (mode 0600) and renames it over `path`.
+    ///
+    /// - Throws: `io` when the file cannot be written or replaced.
     public static func write(_ data: Data, to path: String) throws {
         let temporary = path + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)

@@ -15,6 +15,10 @@ public final class ParticipantLog: Sendable {
     /// then starts with a newline of its own.
     private let torn = Mutex(false)
 
+    /// Opens `D/logs/<name>.jsonl` for appending, creating `D/logs` and the file (mode 0600) when
+    /// missing.
+    ///
+    /// - Throws: `io` when the log cannot be opened.
     public convenience init(directory: SharedDirectory, name: String) throws {
         try self.init(directory: directory, name: name, writer: { write($0, $1, $2) })
     }

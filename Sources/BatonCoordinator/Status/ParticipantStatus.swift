@@ -3,7 +3,9 @@ import Foundation
 
 /// What a participant stands in for: the app, or one of its extensions.
 public enum ParticipantRole: String, Sendable, Hashable, CaseIterable, Codable {
+    /// The app itself (lease priority 100 by default).
     case host
+    /// One of the app's extensions, `extension` in files (lease priority 10 by default).
     case appExtension = "extension"
 
     /// The lease priority a role gets unless told otherwise: the host wins.
@@ -21,6 +23,7 @@ public struct SyncRetry: Sendable, Hashable, Codable {
     /// When the next attempt starts (ms since 1970).
     public var nextAttempt: Int64
 
+    /// Makes a retry entry from its fields.
     public init(name: String, attempt: Int, lastError: String, nextAttempt: Int64) {
         self.name = name
         self.attempt = attempt
@@ -31,10 +34,13 @@ public struct SyncRetry: Sendable, Hashable, Codable {
 
 /// A participant's published state, `D/participants/<name>.json` (replaced atomically).
 public struct ParticipantStatus: Sendable, Hashable, Codable {
+    /// Whether it is the app or an extension.
     public var role: ParticipantRole
+    /// The participant's name.
     public var name: String
     /// Higher wins the lease when several are foreground.
     public var priority: Int
+    /// Its process id.
     public var pid: Int32
     /// What its lifecycle signal says.
     public var lifecycle: Lifecycle
@@ -52,7 +58,9 @@ public struct ParticipantStatus: Sendable, Hashable, Codable {
     /// Its configured syncs that failed and wait for their next attempt (or are in it), by name.
     public var retrying: [SyncRetry]
 
+    /// Whether it holds the writer lease (its phase is `writer`).
     public var isWriter: Bool { phase == .writer }
+    /// Whether it is foreground and waiting for the lease.
     public var isWaiting: Bool { phase == .waitingForLease }
 
     /// Whether its process still exists.
@@ -60,6 +68,7 @@ public struct ParticipantStatus: Sendable, Hashable, Codable {
         kill(pid, 0) == 0 || errno == EPERM
     }
 
+    /// Makes a status from its fields.
     public init(
         role: ParticipantRole, name: String, priority: Int, pid: Int32, lifecycle: Lifecycle,
         phase: ParticipantPhase,

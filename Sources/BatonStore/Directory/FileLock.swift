@@ -132,9 +132,12 @@ public final class FileLock: Sendable {
 /// A file's device and inode: which file a path named at some moment (a lock file's
 /// generation).
 public struct FileIdentity: Sendable, Hashable, CustomStringConvertible {
+    /// The device the file is on (`st_dev`).
     public var device: UInt64
+    /// The file's inode number on that device (`st_ino`).
     public var inode: UInt64
 
+    /// Makes the identity of the file with this device and inode.
     public init(device: UInt64, inode: UInt64) {
         self.device = device
         self.inode = inode

@@ -14,10 +14,12 @@ public struct CommitRecord: Sendable, Hashable {
     public var epoch: Int64
     /// The epoch the writer fenced the transaction with, when it did.
     public var fencedEpoch: Int64?
+    /// The process that committed the transaction.
     public var pid: Int32
     /// Milliseconds since 1970, taken inside the transaction.
     public var at: Int64
 
+    /// Makes a commit log row from its fields.
     public init(sequence: Int64, epoch: Int64, fencedEpoch: Int64?, pid: Int32, at: Int64) {
         self.sequence = sequence
         self.epoch = epoch

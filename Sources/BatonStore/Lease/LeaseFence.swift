@@ -3,6 +3,7 @@ import Synchronization
 /// How the interval before a lease holding ends in the history, as the lock file told the next
 /// holder: its epoch, when it ended (ms since 1970) and how.
 public struct LeaseClosing: Sendable, Hashable {
+    /// How a lease holding ended.
     public enum Kind: String, Sendable, Hashable {
         /// The holder let go.
         case released
@@ -10,10 +11,14 @@ public struct LeaseClosing: Sendable, Hashable {
         case takenOver = "taken-over"
     }
 
+    /// The epoch of the holding that ended.
     public var epoch: Int64
+    /// When it ended, in milliseconds since 1970.
     public var at: Int64
+    /// How it ended.
     public var kind: Kind
 
+    /// Makes the closing of `epoch`'s holding at `at` (ms since 1970), ended as `kind` says.
     public init(epoch: Int64, at: Int64, kind: Kind) {
         self.epoch = epoch
         self.at = at
@@ -40,7 +45,9 @@ public final class LeaseFence: Sendable, Hashable, CustomStringConvertible {
     let store: SharedStore
     /// The epoch every write of this holding is fenced by.
     public let epoch: Int64
+    /// The name of the participant that holds the lease.
     public let holder: String
+    /// The holder's process id.
     public let pid: Int32
     /// When the lease was granted (ms since 1970): the history row's `acquired`.
     public let granted: Int64

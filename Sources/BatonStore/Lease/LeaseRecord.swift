@@ -4,7 +4,9 @@ import GRDB
 public struct LeaseRecord: Sendable, Hashable, Codable {
     /// Strictly increasing across takes.
     public var epoch: Int64
+    /// The name of the participant that held the lease.
     public var name: String
+    /// The holder's process id.
     public var pid: Int32
     /// Milliseconds since 1970.
     public var acquired: Int64
@@ -14,6 +16,7 @@ public struct LeaseRecord: Sendable, Hashable, Codable {
     /// renewing the lease and was taken over).
     public var releaseKind: String?
 
+    /// Makes a history row from its fields.
     public init(
         epoch: Int64, name: String, pid: Int32, acquired: Int64, released: Int64?, releaseKind: String?
     ) {

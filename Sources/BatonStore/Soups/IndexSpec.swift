@@ -17,6 +17,7 @@ public struct IndexSpec: Sendable, Hashable, Codable {
     /// How values at the path are compared.
     public var type: IndexType
 
+    /// Makes a spec that indexes `path`, compared as `type`.
     public init(path: String, type: IndexType) {
         self.path = path
         self.type = type

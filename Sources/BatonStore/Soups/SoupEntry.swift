@@ -7,6 +7,7 @@ public struct SoupEntry: Sendable, Hashable {
     /// When the store last wrote the record, in milliseconds since 1970.
     public var lastModified: Int64
 
+    /// Makes an entry from its id, record and last-modified time.
     public init(entryId: Int64, record: JSONObject, lastModified: Int64) {
         self.entryId = entryId
         self.record = record

@@ -26,8 +26,10 @@ public struct SoupQuery: Sendable, Hashable {
     public struct Order: Sendable, Hashable {
         /// An indexed path, or ``SoupQuery/entryIdPath`` for insertion order.
         public var path: String
+        /// True to sort from low to high, false for high to low.
         public var ascending: Bool
 
+        /// Makes a sort key on `path`, ascending unless told otherwise.
         public init(_ path: String, ascending: Bool = true) {
             self.path = path
             self.ascending = ascending
@@ -37,12 +39,17 @@ public struct SoupQuery: Sendable, Hashable {
     /// Sorts by the store-assigned entry id.
     public static let entryIdPath = "_soupEntryId"
 
+    /// The conditions a record must meet; all must hold (none: every record).
     public var conditions: [Condition]
     /// Sort keys; entry id is always the final tie-breaker so pages never overlap.
     public var orderBy: [Order]
+    /// The most records to return, or nil for no limit.
     public var limit: Int?
+    /// How many matching records to skip before the first one returned.
     public var offset: Int
 
+    /// Makes a query from its conditions, sort keys, limit and offset (by default every record,
+    /// in insertion order).
     public init(where conditions: [Condition] = [], orderBy: [Order] = [], limit: Int? = nil, offset: Int = 0)
     {
         self.conditions = conditions

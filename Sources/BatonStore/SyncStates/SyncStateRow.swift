@@ -3,7 +3,9 @@ import GRDB
 /// One row of the sync-state table, as stored. `BatonSync` gives it meaning (`SyncState`); the
 /// store only keeps it, so any process can read any sync's state at any time.
 public struct SyncStateRow: Sendable, Hashable {
+    /// The store-assigned id (0 before the row is inserted).
     public var id: Int64
+    /// The sync's name, unique in the store, or nil for an unnamed sync.
     public var name: String?
     /// `syncDown` or `syncUp`.
     public var type: String
@@ -11,6 +13,7 @@ public struct SyncStateRow: Sendable, Hashable {
     public var target: JSONObject
     /// The options (merge mode, field list…) as JSON.
     public var options: JSONObject
+    /// The soup the sync reads from or writes to.
     public var soupName: String
     /// `new`, `running`, `stopped`, `failed` or `done`.
     public var status: String
@@ -20,12 +23,14 @@ public struct SyncStateRow: Sendable, Hashable {
     public var totalSize: Int
     /// The newest `LastModifiedDate` fetched, in ms since 1970; -1 when none.
     public var maxTimeStamp: Int64
-    /// Start and end of the last run, in ms since 1970.
+    /// Start of the last run, in ms since 1970.
     public var startTime: Int64?
+    /// End of the last run, in ms since 1970.
     public var endTime: Int64?
     /// The last failure, if any (never record contents).
     public var error: String?
 
+    /// Makes a row from its columns; `id` stays 0 until ``StoreTransaction/insertSyncState(_:)`` assigns one.
     public init(
         id: Int64 = 0, name: String?, type: String, target: JSONObject, options: JSONObject, soupName: String,
         status: String, progress: Int = 0, totalSize: Int = -1, maxTimeStamp: Int64 = -1,
