@@ -1,4 +1,5 @@
 // swift-tools-version:6.2
+import Foundation
 import PackageDescription
 
 let package = Package(
@@ -148,3 +149,9 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The API reference's generator (Scripts/docs.sh sets BATON_DOCS=1): only when asked, so that
+// an app that depends on Baton does not resolve a documentation plugin it never runs.
+if ProcessInfo.processInfo.environment["BATON_DOCS"] != nil {
+    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
+}

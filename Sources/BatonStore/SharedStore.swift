@@ -57,9 +57,11 @@ public final class SharedStore: Sendable {
     /// outside the lease (see the README's "Who may write").
     ///
     /// - Parameters:
+    ///   - directory: the shared directory whose `store.sqlite` to open.
     ///   - create: when false, a missing store is an error instead of being created.
     ///   - busyTimeout: how long a write waits for a lock held by another process before it
     ///     fails with "database is locked".
+    ///   - logger: where the store logs (at debug level, and warnings it recovers from).
     /// - Throws: ``StoreError`` (`notADatabase` when the file is not SQLite, `schemaTooNew` when a
     ///   newer Baton wrote it, `storeFileChanged` when the store file is missing but its WAL is
     ///   still there, as when the store was moved or deleted while in use).
@@ -136,8 +138,11 @@ public final class SharedStore: Sendable {
     /// The transaction commits only while `fence`'s epoch is the store's (its first write also
     /// records the holding in the lease history).
     ///
-    /// - Parameter deadline: when given, a wait for a lock held by another process ends there
-    ///   (the store's busy timeout applies too).
+    /// - Parameters:
+    ///   - fence: the lease's right to write, from the writer lease that holds it.
+    ///   - deadline: when given, a wait for a lock held by another process ends there (the
+    ///     store's busy timeout applies too).
+    ///   - body: the writes, in one transaction; an error it throws rolls them all back.
     /// - Returns: the body's result.
     /// - Throws: ``StoreError`` (`staleEpoch` when the lease moved on, or the fence is another
     ///   store's); the transaction rolled back whole.

@@ -8,7 +8,7 @@ import Logging
 /// chaos runs. Every commit is recorded in the commit log as made outside the lease:
 /// `baton lease check` reports it, always as a violation when somebody held the lease then, and
 /// with `--strict` in any case. An app whose processes share the store writes through the lease
-/// (`Participant.write`, or `WriterLease.withLease` and ``SharedStore/write(_:deadline:_:)``).
+/// (`Participant.write`, or `WriterLease.withLease` and the fenced `SharedStore.write`).
 ///
 /// ```swift
 /// let unfenced = try UnfencedStore.open(directory: SharedDirectory(path: "/tmp/solo"), logger: logger)
@@ -43,14 +43,16 @@ public final class UnfencedStore: Sendable, Hashable {
             ))
     }
 
-    /// The write access this handle grants (for a ``SyncManager`` that writes outside the lease).
+    /// The write access this handle grants (for a `SyncManager` that writes outside the lease).
     public var access: WriteAccess { .unfenced(self) }
 
     /// Runs `body` in one `IMMEDIATE` write transaction outside any lease and bumps the change
     /// sequence; the commit is recorded as unleased.
     ///
-    /// - Parameter deadline: when given, a wait for a lock held by another process ends there
-    ///   (the store's busy timeout applies too).
+    /// - Parameters:
+    ///   - deadline: when given, a wait for a lock held by another process ends there (the
+    ///     store's busy timeout applies too).
+    ///   - body: the writes, in one transaction; an error it throws rolls them all back.
     /// - Throws: ``StoreError``; the transaction rolled back whole.
     @discardableResult
     public func write<T>(deadline: ContinuousClock.Instant? = nil, _ body: (StoreTransaction) throws -> T)

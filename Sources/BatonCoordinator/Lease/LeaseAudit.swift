@@ -62,8 +62,12 @@ public enum LeaseAudit {
     /// Checks each commit against the lease history: the committing process held the epoch that
     /// was current, a fenced commit's epoch is that epoch, and epochs never go back.
     ///
-    /// - Parameter strict: count commits made outside any lease as violations too (for runs
-    ///   where every writer goes through the lease).
+    /// - Parameters:
+    ///   - commits: the commit log to check, oldest first.
+    ///   - history: the lease history to check them against, oldest first (as ``LeaseHistory``
+    ///     reads it).
+    ///   - strict: count commits made outside any lease as violations too (for runs where every
+    ///     writer goes through the lease).
     public static func checkCommits(_ commits: [CommitRecord], history: [LeaseRecord], strict: Bool)
         -> CommitReport
     {

@@ -6,7 +6,7 @@ import Synchronization
 /// The writer lease: an exclusive `flock` on `D/writer.lock` (its own descriptor, `O_CLOEXEC`,
 /// held for the whole lease, never the database file), renewed by a heartbeat written into the
 /// lock file every quarter term, and recorded in the store's lease history by the holder's
-/// first write (see ``LeaseFence``).
+/// first write (see `LeaseFence` in BatonStore).
 ///
 /// Taking it picks the next epoch; the first write through its fence records it, closing the
 /// interval before it. Releasing writes the release time into the lock file, and the next
@@ -79,8 +79,14 @@ public final class WriterLease: Sendable {
     /// Prepares (but does not take) the lease for participant `name`.
     ///
     /// - Parameters:
+    ///   - directory: the shared directory whose `writer.lock` the lease locks.
+    ///   - store: the store in `directory`, whose lease history records the holdings and whose
+    ///     epoch fences their writes.
+    ///   - name: the participant's name, recorded as the holder of each epoch it takes.
     ///   - term: the lease term: the holder renews every quarter of it, and a holder silent for
     ///     a whole term is taken over.
+    ///   - takeoverLockWait: how long a takeover waits for SQLite's write lock before it reports
+    ///     the silent holder as blocking it.
     ///   - onLost: called (on the heartbeat's thread) when the held lock file was replaced or
     ///     deleted: the lease was taken over, or can no longer be trusted.
     public init(
@@ -156,8 +162,14 @@ public final class WriterLease: Sendable {
     /// straight back, while a higher one waits); while it says no, the wait follows the
     /// participants' published states (inotify), re-checking at least every `interval`.
     ///
-    /// - Parameter onBlocked: told when a takeover is held up by a holder that keeps SQLite's
-    ///   write lock (frozen inside a write transaction), and told nil once that is over.
+    /// - Parameters:
+    ///   - deadline: when to give up waiting (`leaseTimeout`); nil waits forever.
+    ///   - interval: while `mayTry` says no, the longest the wait goes before asking it again.
+    ///   - mayTry: whether this process may try for the lease now (false holds back for a
+    ///     participant of higher priority).
+    ///   - onBlocked: told when a takeover is held up by a holder that keeps SQLite's write lock
+    ///     (frozen inside a write transaction), and told nil once that is over.
+    /// - Returns: the held lease (the current holding when this process already holds it).
     /// - Throws: `CancellationError` when the task is cancelled, `leaseTimeout` past the deadline.
     public func acquire(
         deadline: ContinuousClock.Instant? = nil, interval: Duration = .milliseconds(100),
@@ -257,8 +269,11 @@ public final class WriterLease: Sendable {
     /// and unlocks (closing the descriptor, which wakes the waiters); does nothing unless
     /// `held` is the current holding. Writes nothing to the store.
     ///
-    /// - Parameter recordRelease: false when the lease was lost (taken over): the interval is
-    ///   the taker's to close, and the lock file is no longer this holder's to write.
+    /// - Parameters:
+    ///   - held: the holding to release (from ``acquire(deadline:interval:mayTry:onBlocked:)`` or
+    ///     ``tryAcquire()``).
+    ///   - recordRelease: false when the lease was lost (taken over): the interval is the
+    ///     taker's to close, and the lock file is no longer this holder's to write.
     public func release(_ held: Held, recordRelease: Bool = true) {
         let lock = state.withLock { state -> FileLock? in
             guard state.held == held else { return nil }

@@ -126,8 +126,11 @@ public actor Participant: Service {
     /// next sync up. A release waits for an edit under way: nothing commits after the lease is
     /// let go.
     ///
-    /// - Parameter timeout: nil fails at once unless this participant is the writer; otherwise
-    ///   it waits up to `timeout` for it to become the writer (it must be in the foreground).
+    /// - Parameters:
+    ///   - timeout: nil fails at once unless this participant is the writer; otherwise it waits
+    ///     up to `timeout` for it to become the writer (it must be in the foreground).
+    ///   - body: the edits, made through the ``LocalEdits`` of the transaction.
+    /// - Returns: the body's result.
     /// - Throws: `notWriter`, naming the current writer, when it is not (in time); `leaseLost`
     ///   when the lease was taken over or its lock file went away before the commit (the body
     ///   rolled back whole); the body's own errors (it rolled back too); `StoreError` on a

@@ -74,7 +74,13 @@ public struct RESTClient: Sendable {
 
     /// Sends a request to `path` (absolute on the server, e.g. `/services/data/v60.0/query?q=…`).
     ///
-    /// - Parameter idempotent: retried on connection errors and 5xx when true.
+    /// - Parameters:
+    ///   - method: the HTTP method.
+    ///   - path: the path (and query) on the server, appended to the base URL.
+    ///   - body: sent as JSON (with `Content-Type: application/json`) when given.
+    ///   - headers: extra request headers, added after `Authorization` and `Accept`.
+    ///   - idempotent: retried on connection errors and 5xx when true.
+    /// - Returns: the reply's status and parsed JSON body.
     /// - Throws: ``RESTError``; status ≥ 400 becomes `.server` with the Salesforce error code.
     public func send(
         _ method: HTTPMethod, _ path: String, body: JSONValue? = nil, headers: [(String, String)] = [],

@@ -4,7 +4,8 @@
     import Darwin
 #endif
 
-/// The shared directory `D` that participants agree on, with the paths of DESIGN §4.
+/// The shared directory `D` that participants agree on, with the paths of its files (see
+/// docs/coordinator.md, "The shared directory").
 ///
 /// Creating one makes the directory (mode 0700) when it is missing and refuses one that another
 /// user owns or that anyone may write to: a lifecycle file planted by another user must never

@@ -30,9 +30,9 @@ public struct LeaseClosing: Sendable, Hashable {
 /// bookkeeping of the holding, which the holder's first write records in its own transaction
 /// (a turn of the lease costs no transaction of its own).
 ///
-/// Only the writer lease mints one (``WriterLease`` in BatonCoordinator, when it is granted the
+/// Only the writer lease mints one (`WriterLease` in BatonCoordinator, when it is granted the
 /// lock): there is no public initializer, so code outside Baton cannot write to a
-/// ``SharedStore`` without holding the lease. Give it to ``SharedStore/write(_:deadline:_:)``.
+/// ``SharedStore`` without holding the lease. Give it to the store's `write(_:deadline:_:)`.
 ///
 /// The first write commits only if the store's epoch is still the one seen when the lease was
 /// granted (``previous``) and the lock is still the one in place (`stillHeld`, asked inside the
@@ -147,7 +147,7 @@ public final class LeaseFence: Sendable, Hashable, CustomStringConvertible {
 /// opened to write outside any lease. Neither can be made by hand: a ``LeaseFence`` comes only
 /// from the writer lease, an ``UnfencedStore`` only from ``UnfencedStore/open(directory:create:busyTimeout:logger:)``.
 ///
-/// The sync engine holds one while it may write (``SyncManager`` in BatonSync).
+/// The sync engine holds one while it may write (`SyncManager` in BatonSync).
 public enum WriteAccess: Sendable, Hashable {
     /// Under the writer lease: every write is fenced by it.
     case lease(LeaseFence)
@@ -170,8 +170,8 @@ public enum WriteAccess: Sendable, Hashable {
         }
     }
 
-    /// Runs `body` in one write transaction through this access. See
-    /// ``SharedStore/write(_:deadline:_:)`` and ``UnfencedStore/write(deadline:_:)``.
+    /// Runs `body` in one write transaction through this access: the `write` of ``SharedStore``
+    /// (fenced) or of ``UnfencedStore``.
     @discardableResult
     public func write<T>(
         deadline: ContinuousClock.Instant? = nil, _ body: (StoreTransaction) throws -> T

@@ -21,7 +21,7 @@ import Logging
 /// }
 /// ```
 ///
-/// A ``Participant`` (BatonCoordinator) does the lease part: it gives the manager the lease's
+/// A `Participant` (BatonCoordinator) does the lease part: it gives the manager the lease's
 /// fence when it becomes the writer and takes it back before it lets go. Until it has one, every
 /// write fails and the manager accepts no sync.
 public actor SyncManager {
@@ -272,7 +272,7 @@ public actor SyncManager {
     /// runs a sync.
     ///
     /// - Returns: the ids it recovered.
-    /// - Throws: `staleEpoch` when the lease moved on; ``StoreError`` on a failed write.
+    /// - Throws: `staleEpoch` when the lease moved on; `StoreError` on a failed write.
     @discardableResult
     public func recoverInterruptedSyncs(under access: WriteAccess) async throws -> [Int64] {
         precondition(access.store === store, "the write access is for another store")
