@@ -153,5 +153,6 @@ let package = Package(
 // The API reference's generator (Scripts/docs.sh sets BATON_DOCS=1): only when asked, so that
 // an app that depends on Baton does not resolve a documentation plugin it never runs.
 if ProcessInfo.processInfo.environment["BATON_DOCS"] != nil {
-    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
+    package.dependencies.append(
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
 }
