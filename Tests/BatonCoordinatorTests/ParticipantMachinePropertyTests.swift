@@ -121,8 +121,9 @@ struct MachineSimulation {
         case 10:
             return .syncFinished(Self.names.randomElement(using: &random)!)
         case 11:
-            return random.chance(0.2)
-                ? .storeLost("replaced") : .managerState(random.chance(0.5) ? .stopped : .acceptingSyncs)
+            if random.chance(0.2) { return .storeLost("replaced") }
+            if random.chance(0.1) { return .storeBack }
+            return .managerState(random.chance(0.5) ? .stopped : .acceptingSyncs)
         case 12, 13, 14:
             guard let timer = pending.sorted(by: { $0.serial < $1.serial }).randomElement(using: &random)
             else {
@@ -187,6 +188,8 @@ struct MachineSimulation {
         }
         if case .syncFinished(let name) = event { owed.remove(name) }
         if case .shutdown = event { shutDown = true }
+        // A lost store file holds off the lease: nothing asks for it until the file is back.
+        if case .storeLost = machine.problem { #expect(!actions.contains(.startAcquiring)) }
 
         // Phase and lease agree; the lease held is never one let go; edits only under a lease.
         let holding: Set<ParticipantPhase> = [.writer, .releasing, .fenced]

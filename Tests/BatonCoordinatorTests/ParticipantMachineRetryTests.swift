@@ -135,7 +135,39 @@ struct ParticipantMachineRetryTests {
         // Said once; not a writer any more, so nothing else.
         #expect(machine.handle(.storeLost(reason)) == [])
         _ = machine.feed(.syncsStopped(began: 0))
-        #expect(machine.handle(.released) == [.publish, .startAcquiring])
+        // Waiting, but not for the lease: a holder could only fail to start and hand it back.
+        #expect(machine.handle(.released) == [.publish])
+        #expect(machine.phase == .waiting)
+        // The file back in place: the problem is over, and the lease is asked for again.
+        #expect(
+            machine.handle(.storeBack) == [
+                .record(.storeBack), .record(.problem(nil)), .publish, .startAcquiring,
+            ])
+        #expect(machine.problem == nil)
+        #expect(machine.handle(.storeBack) == [])
+    }
+
+    @Test("while the store file is lost nothing asks for the lease: not foreground, not a recovery timer")
+    func storeLostHoldsOffTheLease() throws {
+        var machine = TestMachine.make()
+        _ = machine.feed(.lifecycle(.foreground))
+        // Lost while waiting: the wait ends (and a lease recovery with it).
+        let failed = machine.handle(.leaseFailed("disk I/O error"))
+        let recovery = try #require(failed.scheduled.first?.id)
+        let lost = machine.handle(.storeLost("deleted"))
+        #expect(lost.contains(.cancelAcquiring))
+        #expect(lost.contains(.cancelTimer(recovery)))
+        #expect(machine.handle(.timerFired(recovery)) == [])
+        // Background and foreground again: still no wait for the lease.
+        _ = machine.feed(.lifecycle(.background))
+        #expect(!machine.handle(.lifecycle(.foreground)).contains(.startAcquiring))
+        #expect(machine.phase == .waiting)
+        #expect(machine.handle(.storeBack).contains(.startAcquiring))
+        // Back while in the background: the problem clears, the lease is not asked for.
+        var idle = TestMachine.make()
+        _ = idle.feed(.storeLost("renamed"))
+        #expect(idle.handle(.storeBack) == [.record(.storeBack), .record(.problem(nil)), .publish])
+        #expect(idle.handle(.lifecycle(.foreground)).contains(.startAcquiring))
     }
 
     @Test("the store file gone while not writing: said and published, nothing handed over")

@@ -220,6 +220,58 @@ extension HeavyEndToEnd {
             #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
         }
 
+        @Test(
+            "a store file moved away: the writer hands over and nobody retakes the lease in a loop; moved back, the problem clears and the sync finishes"
+        )
+        func movedStoreFile() async throws {
+            let f = try await CoordinatorFixture(records: 5_000)
+            try await f.client.adminSetFaults(["latencyMs": 10])
+            try await f.start("host", role: "host", lifecycle: "foreground", batchSize: 200)
+            #expect(try await f.wait(["--writer", "host"]))
+            try await f.start("ext", role: "extension", lifecycle: "foreground", batchSize: 200)
+            try await f.waitForStatus("ext waiting") { $0.contains { $0.name == "ext" && $0.isWaiting } }
+            try await f.waitForLog("host", "a committed page") { log in
+                (log.last { $0["event"] == "sync" }?["progress"]?.intValue ?? 0) >= 1
+            }
+            let store = f.dir + "/store.sqlite"
+            let away = f.temp.path + "/store.sqlite.away"
+            try FileManager.default.moveItem(atPath: store, toPath: away)
+            for name in ["host", "ext"] {
+                try await f.waitForLog(name, "store.lost") { log in
+                    log.contains { $0["event"] == "store.lost" }
+                }
+            }
+            try await f.waitForLog("host", "the lease handed back") { log in
+                log.contains { $0["event"] == "lease.released" && $0["reason"] == "store-lost" }
+            }
+            let epoch = Int64(HeartbeatRecord.read(at: f.dir + "/writer.lock")?.epoch ?? 0)
+            // Without a store, a holder could only fail to start and hand back: nobody takes
+            // the lease again (before, each participant went through thousands of epochs here).
+            #expect(try await f.wait(["--epoch", String(epoch + 2)], timeout: 2) == false)
+            let status = try await BatonProcess.run(["status", "--dir", f.dir])
+            #expect(status.stdout.contains("problem: host:"), "\(status.stdout)")
+
+            try FileManager.default.moveItem(atPath: away, toPath: store)
+            for name in ["host", "ext"] {
+                try await f.waitForLog(name, "store.back") { log in
+                    log.contains { $0["event"] == "store.back" }
+                }
+            }
+            #expect(try await f.wait(["--writer", "host"]))
+            #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
+            try await f.waitForStatus("the problems cleared") { statuses in
+                statuses.allSatisfy { $0.problem == nil }
+            }
+            let after = try #require(HeartbeatRecord.read(at: f.dir + "/writer.lock")?.epoch)
+            #expect(after <= epoch + 2, "epoch \(epoch) went to \(after)")
+            let (missing, extra, local) = try await f.compareStoreWithServer()
+            #expect(
+                missing == 0 && extra == 0 && local == 5_000, "missing \(missing), extra \(extra), \(local)")
+            try await f.finish()
+            let check = try await BatonProcess.run(["lease", "check", "--strict", "--dir", f.dir])
+            #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
+        }
+
         @Test("a deleted store file is reported by name and no longer written; a new opener refuses its WAL")
         func deletedStoreFile() async throws {
             let f = try await CoordinatorFixture(records: 20_000)

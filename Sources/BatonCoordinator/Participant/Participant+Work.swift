@@ -78,6 +78,7 @@ extension Participant {
         }
         // A store file gone is all that matters then (the machine hands the lease over).
         if let reason = store.fileProblem() { return await feed(.storeLost(reason)) }
+        if machine.isStoreLost { return await feed(.storeBack) }
         if machine.phase.name != .writer {
             await manager.setNotAcceptingHint(
                 "participant '\(configuration.name)' does not hold the writer lease\(writerHint())")
@@ -117,9 +118,11 @@ extension Participant {
     }
 
     /// When the store file was deleted, renamed or replaced: feeds it (the machine says so and,
-    /// as writer, hands the lease over).
+    /// as writer, hands the lease over); when it is back after that, feeds that.
     func checkStoreFile() async -> Bool {
-        guard let reason = store.fileProblem() else { return false }
+        guard let reason = store.fileProblem() else {
+            return machine.isStoreLost ? await feed(.storeBack) : false
+        }
         return await feed(.storeLost(reason))
     }
 
@@ -343,6 +346,9 @@ extension Participant {
         case .storeLost(let reason):
             logger.error("the store file changed under this process", metadata: ["baton.reason": "\(reason)"])
             log.log("store.lost", ["reason": .string(reason)])
+        case .storeBack:
+            logger.notice("the store file is back in place")
+            log.log("store.back", [:])
         case .syncRetry(let name, let attempt, let delay):
             record(ParticipantEvent.syncRetry(name: name, attempt: attempt, delay: delay))
         case .problem(let text):

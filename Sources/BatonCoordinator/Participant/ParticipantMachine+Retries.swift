@@ -182,7 +182,7 @@ extension ParticipantMachine {
             guard recoveries[recovery]?.timer == id else { return [] }
             recoveries[recovery]?.timer = nil
             switch (recovery, phase) {
-            case (.lease, .waiting) where !shuttingDown: return [.startAcquiring]
+            case (.lease, .waiting) where !shuttingDown: return acquireUnlessStoreLost()
             case (.writerStart, .writer(let lease)): return [.becomeWriter(lease)]
             case (.publish, _): return [.publish]
             default: return []

@@ -8,7 +8,7 @@ extension ParticipantMachine {
         switch (lifecycle, phase) {
         case (.foreground, .background):
             phase = .waiting
-            actions += [.publish, .startAcquiring]
+            actions += [.publish] + acquireUnlessStoreLost()
         case (.background, .waiting):
             phase = .background
             actions += cancelRecovery(.lease) + [.cancelAcquiring, .publish]
@@ -94,14 +94,43 @@ extension ParticipantMachine {
     }
 
     /// The store file went away: say so once, and as writer hand the lease over (its syncs must
-    /// not retry: they would only fail again).
+    /// not retry: they would only fail again). Until the file is back, nobody here takes the
+    /// lease: a holder could only fail to start and hand it back, in a loop.
     mutating func storeLost(_ reason: String) -> [Action] {
         var actions: [Action] = []
+        let wasLost = isStoreLost
         if problem != .storeLost(reason) {
             actions = [.record(.storeLost(reason))] + setProblem(.storeLost(reason))
         }
-        if case .writer(let lease) = phase, !shuttingDown { actions += beginRelease(lease, .storeLost) }
+        switch phase {
+        case .writer(let lease) where !shuttingDown:
+            actions += beginRelease(lease, .storeLost)
+        case .waiting where !wasLost:
+            actions += cancelRecovery(.lease) + [.cancelAcquiring]
+        default:
+            break
+        }
         return actions
+    }
+
+    /// The store file this process opened is back in place: the problem is over, and a
+    /// participant waiting in the foreground asks for the lease again.
+    mutating func storeBack() -> [Action] {
+        guard isStoreLost else { return [] }
+        var actions = [Action.record(.storeBack)] + setProblem(nil)
+        if case .waiting = phase, !shuttingDown { actions += [.startAcquiring] }
+        return actions
+    }
+
+    /// Whether the store file is lost (deleted, renamed or replaced) as far as this process knows.
+    var isStoreLost: Bool {
+        if case .storeLost = problem { return true }
+        return false
+    }
+
+    /// `startAcquiring`, unless the store file is lost (``storeBack()`` asks then).
+    func acquireUnlessStoreLost() -> [Action] {
+        isStoreLost ? [] : [.startAcquiring]
     }
 
     /// Writer to releasing (or fenced): no more retries or writer-start recoveries (their
@@ -157,7 +186,7 @@ extension ParticipantMachine {
         if shuttingDown { return finish() }
         if desired == .foreground {
             phase = .waiting
-            return [.publish, .startAcquiring]
+            return [.publish] + acquireUnlessStoreLost()
         }
         phase = .background
         return [.publish]

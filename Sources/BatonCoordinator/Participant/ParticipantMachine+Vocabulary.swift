@@ -18,6 +18,8 @@ extension ParticipantMachine {
         case leaseBlocked(WriterLease.Blocked?)
         /// The store file changed under this process (`store.lost`).
         case storeLost(String)
+        /// The store file this process opened is in place again (`store.back`).
+        case storeBack
         /// A failed configured sync runs again after `delay`: `syncRetry`.
         case syncRetry(name: String, attempt: Int, delay: Duration)
         /// The published problem changed: `problem`.
@@ -105,6 +107,8 @@ extension ParticipantMachine {
         case syncFailed(name: String, error: String?, storeProblem: String?, at: Int64)
         /// The store file check found the file deleted, renamed or replaced.
         case storeLost(String)
+        /// The store file check found the file this process opened in place again (moved back).
+        case storeBack
         /// The sync manager's state (fed whenever it may have changed).
         case managerState(ManagerStateMachine.State)
         /// A timer from `scheduleTimer` fired.

@@ -190,6 +190,7 @@ public struct ParticipantMachine<Lease: Sendable & Hashable>: Sendable, Hashable
             if let storeProblem { return storeLost(storeProblem) }
             return scheduleRetry(name, error: error, at: at)
         case .storeLost(let reason): return storeLost(reason)
+        case .storeBack: return storeBack()
         case .managerState(let state):
             guard state != managerState else { return [] }
             managerState = state
