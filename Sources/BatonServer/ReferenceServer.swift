@@ -104,6 +104,26 @@ public struct ReferenceServer: Sendable {
 
     /// The Hummingbird application serving this server's routes.
     func application(onListening: @escaping @Sendable (String) async -> Void) -> some Service {
+        let host = configuration.host
+        // Long enough request lines for a query at the SOQL length limit, percent-encoded,
+        // so such a query gets a MALFORMED_QUERY answer rather than a bare 400 from the decoder.
+        let decoder = HTTP1Channel.Configuration.DecoderConfiguration(
+            maxHeaderFieldSize: 512 * 1024, maxHeaderListSize: 512 * 1024)
+        return Application(
+            router: router(),
+            server: .http1(configuration: HTTP1Channel.Configuration(httpDecoderConfiguration: decoder)),
+            configuration: .init(
+                address: .hostname(host, port: configuration.port), serverName: "baton-reference"),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                await onListening("http://\(host):\(port)")
+            },
+            logger: logger
+        )
+    }
+
+    /// Every route, behind the bearer-token check.
+    func router() -> Router<BasicRequestContext> {
         let router = Router()
         router.middlewares.add(APIMiddleware(token: configuration.token, stats: stats))
         let data = DataRoutes(
@@ -117,22 +137,7 @@ public struct ReferenceServer: Sendable {
         data.register(on: versioned)
         CompositeRoutes(storage: storage, data: data).register(on: versioned)
         AdminRoutes(storage: storage, faults: faults, stats: stats).register(on: router.group("admin"))
-        let host = configuration.host
-        // Long enough request lines for a query at the SOQL length limit, percent-encoded,
-        // so such a query gets a MALFORMED_QUERY answer rather than a bare 400 from the decoder.
-        let decoder = HTTP1Channel.Configuration.DecoderConfiguration(
-            maxHeaderFieldSize: 512 * 1024, maxHeaderListSize: 512 * 1024)
-        return Application(
-            router: router,
-            server: .http1(configuration: HTTP1Channel.Configuration(httpDecoderConfiguration: decoder)),
-            configuration: .init(
-                address: .hostname(host, port: configuration.port), serverName: "baton-reference"),
-            onServerRunning: { channel in
-                let port = channel.localAddress?.port ?? 0
-                await onListening("http://\(host):\(port)")
-            },
-            logger: logger
-        )
+        return router
     }
 
     /// Starts serving in a task of its own and returns once it listens.

@@ -5,7 +5,7 @@ extension SharedStore {
     /// A passive WAL checkpoint: copies what it can without waiting for readers.
     public func checkpoint() throws {
         do {
-            let result = try pool.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+            let result = try connections().writeWithoutTransaction { db in try db.checkpoint(.passive) }
             checkpoints.checkpointed(
                 walFrames: CInt(clamping: result.walFrameCount),
                 copied: CInt(clamping: result.checkpointedFrameCount))

@@ -26,7 +26,29 @@ import Synchronization
 public final class SharedStore: Sendable {
     /// The shared directory the store lives in.
     public let directory: SharedDirectory
-    let pool: DatabasePool
+    /// The connections to the store file now in use: replaced by ``reopen()`` when another store
+    /// was put in place of the one opened, and closed meanwhile.
+    let current: Mutex<Connections>
+    /// The connections, open or closed (to interrupt or close them).
+    var pool: DatabasePool { current.withLock { $0.pool } }
+
+    struct Connections {
+        var pool: DatabasePool
+        /// A reopen closed them and found no store to open in their place yet.
+        var closed = false
+    }
+
+    /// The connections to use, or why there are none: a reopen closed them and found no store
+    /// at the path to open yet (SQLite must never be called on a closed connection).
+    func connections() throws -> DatabasePool {
+        let (pool, closed) = current.withLock { ($0.pool, $0.closed) }
+        guard !closed else {
+            let problem = writeGuard.identity.problem()?.description ?? "the store's files changed"
+            throw StoreError(
+                .storeFileChanged, "\(problem); no store is open until one is back at \(directory.storePath)")
+        }
+        return pool
+    }
     let logger: Logger
     let checkpoints: WALCheckpoints
     let writeGuard: WriteGuard
@@ -42,7 +64,7 @@ public final class SharedStore: Sendable {
         faults: StorageFaults?, logger: Logger
     ) {
         self.directory = directory
-        self.pool = pool
+        current = Mutex(Connections(pool: pool))
         self.checkpoints = checkpoints
         self.writeGuard = writeGuard
         self.faults = faults
@@ -106,28 +128,39 @@ public final class SharedStore: Sendable {
         do {
             let checkpoints = WALCheckpoints()
             let writeGuard = WriteGuard(busyTimeout: busyTimeout, path: path)
-            var configuration = Configuration()
-            configuration.busyMode = .callback(writeGuard.busyCallback())
-            configuration.label = "baton.store"
-            configuration.prepareDatabase { db in
-                // Keep -wal and -shm in place so read-only openers never find them missing.
-                var flag: CInt = 1
-                let code = withUnsafeMutablePointer(to: &flag) {
-                    sqlite3_file_control(db.sqliteConnection, nil, SQLITE_FCNTL_PERSIST_WAL, $0)
-                }
-                guard code == SQLITE_OK else { throw DatabaseError(resultCode: ResultCode(rawValue: code)) }
-                try db.execute(sql: "PRAGMA synchronous = NORMAL")
-                checkpoints.install(on: db)
-            }
-            let pool = try DatabasePool(path: path, configuration: configuration)
-            try StoreMigrations.migrateIfNeeded(pool, directory: directory)
-            writeGuard.identity.record()
+            let pool = try openPool(directory: directory, writeGuard: writeGuard, checkpoints: checkpoints)
             return SharedStore(
                 directory: directory, pool: pool, checkpoints: checkpoints, writeGuard: writeGuard,
                 faults: faults, logger: logger)
         } catch let error as DatabaseError {
             throw StoreError.from(error, context: "opening \(path)")
         }
+    }
+
+    /// Connections to the store file at the path (migrated when older), with the store's files
+    /// recorded as opened. Call under `setup.lock`.
+    static func openPool(
+        directory: SharedDirectory, writeGuard: WriteGuard, checkpoints: WALCheckpoints
+    ) throws -> DatabasePool {
+        var configuration = Configuration()
+        configuration.busyMode = .callback(writeGuard.busyCallback())
+        configuration.label = "baton.store"
+        configuration.prepareDatabase { db in
+            // Keep -wal and -shm in place so read-only openers never find them missing.
+            var flag: CInt = 1
+            let code = withUnsafeMutablePointer(to: &flag) {
+                sqlite3_file_control(db.sqliteConnection, nil, SQLITE_FCNTL_PERSIST_WAL, $0)
+            }
+            guard code == SQLITE_OK else { throw DatabaseError(resultCode: ResultCode(rawValue: code)) }
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            checkpoints.install(on: db)
+        }
+        let pool = try DatabasePool(path: directory.storePath, configuration: configuration)
+        try StoreMigrations.migrateIfNeeded(pool, directory: directory)
+        // A read has SQLite open the write-ahead log and its index, so all three are recorded.
+        try pool.read { db in _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
+        writeGuard.identity.record()
+        return pool
     }
 
     // MARK: - Transactions
@@ -195,7 +228,7 @@ public final class SharedStore: Sendable {
             return try writeHere(writer, deadline: deadline, body)
         }
         do {
-            return try await pool.writeWithoutTransaction { db in
+            return try await connections().writeWithoutTransaction { db in
                 try self.immediate(db, writer, deadline: deadline, body)
             }
         } catch let error as DatabaseError {
@@ -216,7 +249,7 @@ public final class SharedStore: Sendable {
         _ writer: Writer, deadline: ContinuousClock.Instant?, _ body: (StoreTransaction) throws -> T
     ) throws -> T {
         do {
-            return try pool.writeWithoutTransaction { db in
+            return try connections().writeWithoutTransaction { db in
                 try immediate(db, writer, deadline: deadline, body)
             }
         } catch let error as DatabaseError {
@@ -237,7 +270,9 @@ public final class SharedStore: Sendable {
                 .staleEpoch, "the lease fence \(fence) belongs to another store handle; nothing was written")
         }
         if let problem = writeGuard.identity.problem() {
-            throw StoreError(.storeFileChanged, "\(problem); nothing was written, and nothing will be")
+            throw StoreError(
+                .storeFileChanged,
+                "\(problem); nothing was written, and nothing will be until the store is reopened")
         }
         writeGuard.beginWrite(deadline: deadline)
         var hook: StorageFaults.Injection?
@@ -282,7 +317,7 @@ public final class SharedStore: Sendable {
     /// Runs `body` on a read-only snapshot of the last commit. Never waits for a writer.
     public func read<T>(_ body: (StoreReader) throws -> T) throws -> T {
         do {
-            return try pool.read { db in try body(StoreReader(db: db)) }
+            return try connections().read { db in try body(StoreReader(db: db)) }
         } catch let error as DatabaseError {
             throw StoreError.from(error, context: "reading")
         }
@@ -291,7 +326,7 @@ public final class SharedStore: Sendable {
     /// The async form of ``read(_:)``.
     public func read<T: Sendable>(_ body: @escaping @Sendable (StoreReader) throws -> T) async throws -> T {
         do {
-            return try await pool.read { db in try body(StoreReader(db: db)) }
+            return try await connections().read { db in try body(StoreReader(db: db)) }
         } catch let error as DatabaseError {
             throw StoreError.from(error, context: "reading")
         }
@@ -321,9 +356,14 @@ public final class SharedStore: Sendable {
     /// which a frozen process blocks every writer.
     public var longestWriteTransaction: Duration { writeGuard.longestTransaction.withLock { $0 } }
 
-    /// Why this process must no longer write to the store (its file was deleted, renamed or
-    /// replaced), or nil when all is well.
+    /// Why this process must no longer write to the store (one of its files was deleted, renamed
+    /// or replaced), or nil when all is well.
     public func fileProblem() -> String? {
+        writeGuard.identity.problem()?.description
+    }
+
+    /// ``fileProblem()``, typed: which of the store's three files changed, and how.
+    public func fileCheck() -> StoreFileProblem? {
         writeGuard.identity.problem()
     }
 

@@ -183,7 +183,8 @@ struct MachineSimulation {
         {
             // Its store is gone: no retry (it would fail again); the problem says why.
             #expect(actions.scheduled.allSatisfy { $0.id.kind != .retry(name) })
-            #expect(machine.problem == .storeLost(storeProblem))
+            if !before.isStoreLost { #expect(machine.problem == .storeLost(storeProblem)) }
+            #expect(machine.isStoreLost)
             if case .writer = before.phase { #expect(machine.phase.name != .writer) }
         }
         if case .syncFinished(let name) = event { owed.remove(name) }
@@ -267,6 +268,15 @@ struct MachineSimulation {
         case .cancelTimer(let timer):
             #expect(pending.remove(timer) != nil, "only a pending timer is cancelled")
             cancelled.append(timer)
+        case .checkStore:
+            #expect(machine.isStoreLost, "the store is checked only while lost")
+            #expect(machine.phase.lease == nil, "never reopened under a lease")
+            seen.insert("checkStore")
+            switch random.int(0...3) {
+            case 0: feed(.storeBack)
+            case 1: feed(.storeReopened("replaced"))
+            default: feed(.storeReopenFailed("no store at the path"))
+            }
         case .exit:
             #expect(!exited)
             #expect(last, "exit is the last action")
@@ -305,7 +315,14 @@ struct MachineSimulation {
             case .retry, .recovery(.writerStart): #expect(machine.phase.name == .writer, "\(timer)")
             case .recovery(.lease): #expect(machine.phase == .waiting, "\(timer)")
             case .recovery(.publish): break
+            case .recovery(.store): #expect(machine.isStoreLost && machine.phase.lease == nil, "\(timer)")
             }
+        }
+        // A lost store is always on its way back: a check pending, or a lease still to let go.
+        if machine.isStoreLost, !machine.shuttingDown, machine.phase.lease == nil {
+            #expect(
+                pending.contains { $0.kind == .recovery(.store) },
+                "a lost store with no check scheduled\n\(trace.joined(separator: "\n"))")
         }
         if machine.phase.name != .writer { owed.formIntersection(failedThisStep) }
         for name in owed {
@@ -339,7 +356,7 @@ struct ParticipantMachinePropertyTests {
         // The runs went everywhere the rules do.
         for reached in [
             "background", "waiting", "writer", "releasing", "fenced", "finished", "becomeWriter", "runSync",
-            "releaseUnused", "stale timer", "edit", "fenced release",
+            "releaseUnused", "stale timer", "edit", "fenced release", "checkStore",
         ] {
             #expect(seen.contains(reached), "no run reached \(reached)")
         }

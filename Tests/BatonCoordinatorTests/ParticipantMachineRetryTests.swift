@@ -123,28 +123,34 @@ struct ParticipantMachineRetryTests {
     }
 
     @Test("a sync that failed because the store file is gone is not retried: the writer hands the lease over")
-    func storeLostSync() {
+    func storeLostSync() throws {
         let reason = "the store file was deleted; this process no longer writes to it"
         var machine = TestMachine.writer()
         #expect(
             machine.handle(syncFailed("accounts", store: reason))
                 == [.record(.storeLost(reason)), .record(.problem(reason)), .publish, .stopSyncs(.storeLost)])
         #expect(machine.problem == .storeLost(reason))
-        #expect(machine.pendingTimers.isEmpty)
+        #expect(machine.pendingTimers.isEmpty, "no check while the lease is held")
         #expect(machine.failures(of: "accounts") == 0)
         // Said once; not a writer any more, so nothing else.
         #expect(machine.handle(.storeLost(reason)) == [])
         _ = machine.feed(.syncsStopped(began: 0))
-        // Waiting, but not for the lease: a holder could only fail to start and hand it back.
-        #expect(machine.handle(.released) == [.publish])
+        // Waiting, but not for the lease (a holder could only fail to start and hand it back):
+        // the store is checked after a pause instead.
+        let released = machine.handle(.released)
+        let check = try #require(released.scheduled.first)
+        #expect(released == [.publish, .scheduleTimer(check.id, after: .milliseconds(20))])
+        #expect(check.id.kind == .recovery(.store))
         #expect(machine.phase == .waiting)
-        // The file back in place: the problem is over, and the lease is asked for again.
+        // The file back in place: the problem is over, the check goes, the lease is asked for.
         #expect(
             machine.handle(.storeBack) == [
-                .record(.storeBack), .record(.problem(nil)), .publish, .startAcquiring,
+                .cancelTimer(check.id), .record(.storeBack), .record(.problem(nil)), .publish,
+                .startAcquiring,
             ])
         #expect(machine.problem == nil)
         #expect(machine.handle(.storeBack) == [])
+        #expect(machine.failures(of: .store) == 0)
     }
 
     @Test("while the store file is lost nothing asks for the lease: not foreground, not a recovery timer")
@@ -165,20 +171,75 @@ struct ParticipantMachineRetryTests {
         #expect(machine.handle(.storeBack).contains(.startAcquiring))
         // Back while in the background: the problem clears, the lease is not asked for.
         var idle = TestMachine.make()
-        _ = idle.feed(.storeLost("renamed"))
-        #expect(idle.handle(.storeBack) == [.record(.storeBack), .record(.problem(nil)), .publish])
+        let idleLost = idle.feed(.storeLost("renamed"))
+        let check = try #require(idleLost.scheduled.first?.id)
+        #expect(
+            idle.handle(.storeBack) == [
+                .cancelTimer(check), .record(.storeBack), .record(.problem(nil)), .publish,
+            ])
         #expect(idle.handle(.lifecycle(.foreground)).contains(.startAcquiring))
     }
 
-    @Test("the store file gone while not writing: said and published, nothing handed over")
-    func storeLostIdle() {
+    @Test("the store file gone while not writing: said, published and checked again, nothing handed over")
+    func storeLostIdle() throws {
         var machine = TestMachine.make()
+        let lost = machine.handle(.storeLost("renamed"))
+        let check = try #require(lost.scheduled.first?.id)
         #expect(
-            machine.handle(.storeLost("renamed")) == [
+            lost == [
                 .record(.storeLost("renamed")), .record(.problem("renamed")), .publish,
+                .scheduleTimer(check, after: .milliseconds(20)),
             ])
-        #expect(machine.handle(.storeLost("renamed")) == [])
+        #expect(machine.handle(.storeLost("renamed")) == [], "a check is on its way")
+        #expect(machine.handle(.storeLost("replaced")) == [], "the detection does not flip the problem shown")
         #expect(machine.phase == .background)
+    }
+
+    @Test(
+        "a lost store is checked after pauses that double, each failed check saying why, until it is reopened"
+    )
+    func storeCheckBackoff() throws {
+        var machine = TestMachine.make(maxRetryDelay: .milliseconds(200))
+        _ = machine.feed(.lifecycle(.foreground))
+        var timer = try #require(machine.handle(.storeLost("the store file was deleted")).scheduled.first?.id)
+        var delays: [Duration] = []
+        for attempt in 1...6 {
+            #expect(machine.handle(.timerFired(timer)) == [.checkStore])
+            let reason = "no store is at D/store.sqlite (\(attempt))"
+            let failed = machine.handle(.storeReopenFailed(reason))
+            #expect(machine.problem == .storeLost(reason), "the status says why the latest check failed")
+            #expect(failed.contains(.publish))
+            #expect(!failed.contains(.startAcquiring))
+            let next = try #require(failed.scheduled.first)
+            delays.append(next.delay)
+            timer = next.id
+        }
+        // 20 ms doubling, up to the 200 ms maximum: the same pauses as a failed sync's.
+        #expect(delays.map(\.inMilliseconds) == [40, 80, 160, 200, 200, 200])
+        #expect(machine.handle(.timerFired(timer)) == [.checkStore])
+        let reopened = machine.handle(.storeReopened("the store file D/store.sqlite was replaced"))
+        #expect(
+            reopened == [
+                .record(.storeReopened("the store file D/store.sqlite was replaced")), .record(.problem(nil)),
+                .publish,
+                .startAcquiring,
+            ])
+        #expect(machine.pendingTimers.isEmpty)
+        #expect(machine.failures(of: .store) == 0, "the next loss starts from the base pause")
+    }
+
+    @Test("a store lost by the writer is checked only once the lease is let go")
+    func storeCheckWaitsForTheRelease() throws {
+        var machine = TestMachine.writer()
+        let lost = machine.handle(.storeLost("the write-ahead log was deleted"))
+        #expect(lost.scheduled.isEmpty)
+        #expect(lost.contains(.stopSyncs(.storeLost)))
+        let released = machine.feed(.syncsStopped(began: 0), .released)
+        let check = try #require(released.scheduled.first?.id)
+        #expect(check.kind == .recovery(.store))
+        // A late timer of another kind, a shutdown: no check after it.
+        _ = machine.feed(.shutdown)
+        #expect(machine.handle(.timerFired(check)) == [])
     }
 }
 

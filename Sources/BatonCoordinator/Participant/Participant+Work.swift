@@ -62,7 +62,7 @@ extension Participant {
                 if !ParticipantStatus.isStatusFile(name, in: directory) { return false }
             case "":
                 if name == "writer.lock" { return await checkLockFile() }
-                if name == "store.sqlite" { return await checkStoreFile() }
+                if name.hasPrefix("store.sqlite") { return await checkStoreFile() }
                 return false
             default:
                 return false
@@ -117,13 +117,29 @@ extension Participant {
                 successor: successor.map { $0.line.trimmingCharacters(in: .whitespacesAndNewlines) }))
     }
 
-    /// When the store file was deleted, renamed or replaced: feeds it (the machine says so and,
-    /// as writer, hands the lease over); when it is back after that, feeds that.
+    /// When one of the store's files was deleted, renamed or replaced: feeds it (the machine
+    /// says so and, as writer, hands the lease over); when they are all back after that, feeds
+    /// that.
     func checkStoreFile() async -> Bool {
         guard let reason = store.fileProblem() else {
             return machine.isStoreLost ? await feed(.storeBack) : false
         }
         return await feed(.storeLost(reason))
+    }
+
+    /// The machine's store check: the files back as opened, or a store at the path reopened,
+    /// or why not yet.
+    func checkStore() -> Machine.Event {
+        do {
+            switch try store.reopen() {
+            case .unchanged: return .storeBack
+            case .reopened(let problem): return .storeReopened(problem.description)
+            }
+        } catch let error as StoreError {
+            return .storeReopenFailed(error.message)
+        } catch {
+            return .storeReopenFailed(String(describing: error))
+        }
     }
 
     /// A configured sync failed: with what the store file check says right now (a sync that
@@ -299,7 +315,15 @@ extension Participant {
         }
         let stopMs = MonotonicClock.millis() - started
         log.log("stopped", ["stopMs": .double((stopMs * 10).rounded() / 10)])
-        try? store.checkpoint()
+        if reason == .storeLost {
+            // What this writer committed into a log that was deleted or replaced is seen by
+            // nobody else: it goes into the store file before the lease does.
+            let copied = store.checkpointCompletely(
+                deadline: ContinuousClock.now + configuration.stopDeadline)
+            log.log("store.copiedBack", ["complete": .bool(copied)])
+        } else {
+            try? store.checkpoint()
+        }
         await manager.setWriteAccess(nil)
         await manager.setNotAcceptingHint(
             "participant '\(configuration.name)' does not hold the writer lease")
@@ -349,6 +373,9 @@ extension Participant {
         case .storeBack:
             logger.notice("the store file is back in place")
             log.log("store.back", [:])
+        case .storeReopened(let what):
+            logger.notice("reopened the store", metadata: ["baton.reason": "\(what)"])
+            log.log("store.reopened", ["reason": .string(what)])
         case .syncRetry(let name, let attempt, let delay):
             record(ParticipantEvent.syncRetry(name: name, attempt: attempt, delay: delay))
         case .problem(let text):

@@ -359,6 +359,8 @@ public actor Participant: Service {
             }
         case .cancelTimer(let id):
             timers.removeValue(forKey: id)?.cancel()
+        case .checkStore:
+            return [checkStore()]
         case .exit:
             break
         }

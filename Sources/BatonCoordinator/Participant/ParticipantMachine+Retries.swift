@@ -31,6 +31,9 @@ extension ParticipantMachine {
         case writerStart = "writer-start"
         /// Publishing the status.
         case publish
+        /// Checking the store's files after one was lost, reopening them when the paths hold a
+        /// store again.
+        case store
     }
 
     /// A timer the machine asked for (only the machine makes one). The serial makes each
@@ -185,6 +188,7 @@ extension ParticipantMachine {
             case (.lease, .waiting) where !shuttingDown: return acquireUnlessStoreLost()
             case (.writerStart, .writer(let lease)): return [.becomeWriter(lease)]
             case (.publish, _): return [.publish]
+            case (.store, _): return isStoreLost && phase.lease == nil && !shuttingDown ? [.checkStore] : []
             default: return []
             }
         }
@@ -193,8 +197,13 @@ extension ParticipantMachine {
     // MARK: - Problems and timers
 
     /// Notes what keeps the participant from its work (or that nothing does) and publishes it.
+    /// A lost store outranks every other problem: until it is back, only news of the store
+    /// replace it (the rules read it off the problem).
     mutating func setProblem(_ new: Problem?) -> [Action] {
         guard new != problem else { return [] }
+        if isStoreLost, let new {
+            guard case .storeLost = new else { return [] }
+        }
         problem = new
         return [.record(.problem(new?.description)), .publish]
     }

@@ -39,7 +39,7 @@ extension ParticipantMachine {
     mutating func leaseFailed(_ reason: String) -> [Action] {
         guard !shuttingDown else { return [] }
         // A wait cancelled just as it failed tries nothing again: it says so, and no more.
-        guard case .waiting = phase else { return [.record(.leaseFailed(reason))] }
+        guard case .waiting = phase, !isStoreLost else { return [.record(.leaseFailed(reason))] }
         return [.record(.leaseFailed(reason))] + setProblem(.leaseRecordFailed(reason))
             + scheduleRecovery(.lease)
     }
@@ -93,13 +93,16 @@ extension ParticipantMachine {
         }
     }
 
-    /// The store file went away: say so once, and as writer hand the lease over (its syncs must
-    /// not retry: they would only fail again). Until the file is back, nobody here takes the
-    /// lease: a holder could only fail to start and hand it back, in a loop.
+    /// One of the store's files went away: say so once, and as writer hand the lease over (its
+    /// syncs must not retry: they would only fail again). Until the files are back, or the store
+    /// is reopened, nobody here takes the lease: a holder could only fail to start and hand it
+    /// back, in a loop. Without a lease, the store is checked again after a pause that doubles.
     mutating func storeLost(_ reason: String) -> [Action] {
         var actions: [Action] = []
         let wasLost = isStoreLost
-        if problem != .storeLost(reason) {
+        // Once lost, the problem shown is the latest check's (more precise than what the
+        // detection says, which would otherwise flip it back and forth).
+        if !wasLost {
             actions = [.record(.storeLost(reason))] + setProblem(.storeLost(reason))
         }
         switch phase {
@@ -110,16 +113,30 @@ extension ParticipantMachine {
         default:
             break
         }
+        return actions + scheduleStoreCheck()
+    }
+
+    /// The store's files are usable again: the one this process opened is back in place
+    /// (`note` is `storeBack`), or the store was reopened (`storeReopened`). The problem is over,
+    /// and a participant waiting in the foreground asks for the lease again.
+    mutating func storeBack(_ note: Note) -> [Action] {
+        guard isStoreLost else { return [] }
+        var actions = resetRecovery(.store) + cancelRecovery(.lease) + [Action.record(note)] + setProblem(nil)
+        if case .waiting = phase, !shuttingDown { actions += [.startAcquiring] }
         return actions
     }
 
-    /// The store file this process opened is back in place: the problem is over, and a
-    /// participant waiting in the foreground asks for the lease again.
-    mutating func storeBack() -> [Action] {
+    /// A check found no store to use yet: say why, and check again after a longer pause.
+    mutating func storeReopenFailed(_ reason: String) -> [Action] {
         guard isStoreLost else { return [] }
-        var actions = [Action.record(.storeBack)] + setProblem(nil)
-        if case .waiting = phase, !shuttingDown { actions += [.startAcquiring] }
-        return actions
+        return setProblem(.storeLost(reason)) + scheduleStoreCheck()
+    }
+
+    /// The next check of a lost store, unless one is scheduled, a lease is still held (its
+    /// release schedules it) or the participant is shutting down.
+    mutating func scheduleStoreCheck() -> [Action] {
+        guard isStoreLost, phase.lease == nil, !shuttingDown, phase != .finished else { return [] }
+        return scheduleRecovery(.store)
     }
 
     /// Whether the store file is lost (deleted, renamed or replaced) as far as this process knows.
@@ -128,7 +145,7 @@ extension ParticipantMachine {
         return false
     }
 
-    /// `startAcquiring`, unless the store file is lost (``storeBack()`` asks then).
+    /// `startAcquiring`, unless the store file is lost (``storeBack(_:)`` asks then).
     func acquireUnlessStoreLost() -> [Action] {
         isStoreLost ? [] : [.startAcquiring]
     }
@@ -186,10 +203,10 @@ extension ParticipantMachine {
         if shuttingDown { return finish() }
         if desired == .foreground {
             phase = .waiting
-            return [.publish] + acquireUnlessStoreLost()
+            return [.publish] + acquireUnlessStoreLost() + scheduleStoreCheck()
         }
         phase = .background
-        return [.publish]
+        return [.publish] + scheduleStoreCheck()
     }
 
     mutating func shutdown() -> [Action] {

@@ -20,6 +20,9 @@ extension ParticipantMachine {
         case storeLost(String)
         /// The store file this process opened is in place again (`store.back`).
         case storeBack
+        /// The store's files were reopened: what the paths hold now is used in place of what
+        /// changed (`store.reopened`, with what changed).
+        case storeReopened(String)
         /// A failed configured sync runs again after `delay`: `syncRetry`.
         case syncRetry(name: String, attempt: Int, delay: Duration)
         /// The published problem changed: `problem`.
@@ -62,6 +65,9 @@ extension ParticipantMachine {
         case scheduleTimer(TimerID, after: Duration)
         /// The timer is no longer wanted (a late firing is ignored anyway).
         case cancelTimer(TimerID)
+        /// Check the store's files and, when the paths hold a store other than the one opened,
+        /// reopen it. → `storeBack`, `storeReopened` or `storeReopenFailed`.
+        case checkStore
         /// Leave the event loop (local edits still waiting for the lease fail).
         case exit
 
@@ -109,6 +115,11 @@ extension ParticipantMachine {
         case storeLost(String)
         /// The store file check found the file this process opened in place again (moved back).
         case storeBack
+        /// `checkStore` reopened the store: what the paths hold now is used (the text says what
+        /// had changed).
+        case storeReopened(String)
+        /// `checkStore` found no store it can use at the path yet (the text says why).
+        case storeReopenFailed(String)
         /// The sync manager's state (fed whenever it may have changed).
         case managerState(ManagerStateMachine.State)
         /// A timer from `scheduleTimer` fired.

@@ -190,7 +190,9 @@ public struct ParticipantMachine<Lease: Sendable & Hashable>: Sendable, Hashable
             if let storeProblem { return storeLost(storeProblem) }
             return scheduleRetry(name, error: error, at: at)
         case .storeLost(let reason): return storeLost(reason)
-        case .storeBack: return storeBack()
+        case .storeBack: return storeBack(.storeBack)
+        case .storeReopened(let what): return storeBack(.storeReopened(what))
+        case .storeReopenFailed(let reason): return storeReopenFailed(reason)
         case .managerState(let state):
             guard state != managerState else { return [] }
             managerState = state

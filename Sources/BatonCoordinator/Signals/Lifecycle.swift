@@ -51,9 +51,13 @@ public enum LifecycleSignal {
         var buffer = [UInt8](repeating: 0, count: maxSize + 1)
         let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
         guard count >= 0 else { return .invalid("cannot be read") }
-        guard count <= maxSize else { return .invalid("is larger than \(maxSize) bytes") }
-        let text = String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(
-            in: .whitespacesAndNewlines)
+        return parse(buffer[0..<count])
+    }
+
+    /// What a signal file's content says: one word, any case, surrounded by any white space.
+    package static func parse(_ content: some Collection<UInt8>) -> Reading {
+        guard content.count <= maxSize else { return .invalid("is larger than \(maxSize) bytes") }
+        let text = String(decoding: content, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if text.isEmpty { return .empty }
         guard let lifecycle = Lifecycle(rawValue: text.lowercased()) else {
             return .invalid("holds neither 'foreground' nor 'background'")

@@ -118,8 +118,19 @@ public struct ParticipantStatus: Sendable, Hashable, Codable {
             // included) is skipped like junk.
             guard let data = AtomicFile.read(directory.participantsPath + "/\(name).json", maxSize: 64 * 1024)
             else { return nil }
-            return try? JSONDecoder().decode(ParticipantStatus.self, from: data)
+            return parse(data, name: name)
         }
+    }
+
+    /// The status in `data`, the content of `participants/<name>.json`, or nil when it is not a
+    /// status this version writes for that name: not JSON, an unknown role or phase, another
+    /// participant's name, or a pid of zero or less (`kill(0 or -1, 0)` would report a whole
+    /// process group alive).
+    public static func parse(_ data: Data, name: String) -> ParticipantStatus? {
+        guard let status = try? JSONDecoder().decode(ParticipantStatus.self, from: data),
+            status.name == name, status.pid > 0
+        else { return nil }
+        return status
     }
 
     /// The valid names `N` with a `N.lock` in `path`, sorted. Reads the directory with

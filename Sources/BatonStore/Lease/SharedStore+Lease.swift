@@ -37,7 +37,7 @@ extension SharedStore {
     /// date once, where a reader's snapshot would be read once more by its first write.
     package func leaseEpochForWriting() throws -> Int64 {
         do {
-            return try pool.writeWithoutTransaction { db in try StoreReader(db: db).leaseEpoch() }
+            return try connections().writeWithoutTransaction { db in try StoreReader(db: db).leaseEpoch() }
         } catch let error as DatabaseError {
             throw StoreError.from(error, context: "reading the lease epoch")
         }
