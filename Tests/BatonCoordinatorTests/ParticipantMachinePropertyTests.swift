@@ -148,8 +148,11 @@ struct MachineSimulation {
             edits -= 1
             return .localEditEnded
         case 20:
-            return [.publishRequested, .lifecycleIgnored("bad content"), .released, .syncsStopped(began: 0)]
-                .randomElement(using: &random)
+            return [
+                .publishRequested, .lifecycleIgnored("is empty", at: now),
+                .lifecycleIgnored("holds neither 'foreground' nor 'background'", at: now), .lifecycleMissing,
+                .released, .syncsStopped(began: 0),
+            ].randomElement(using: &random)
         default:
             guard allowShutdown, random.chance(0.3) else { return nil }
             return .shutdown
@@ -189,6 +192,23 @@ struct MachineSimulation {
         }
         if case .syncFinished(let name) = event { owed.remove(name) }
         if case .shutdown = event { shutDown = true }
+        // The refused signal is what the lifecycle file last held that was refused, until a
+        // valid signal or a removed file; a refusal read again keeps its first time.
+        switch event {
+        case .lifecycleIgnored(let reason, let at) where before.phase != .finished:
+            #expect(machine.refusedSignal?.reason == reason)
+            if before.refusedSignal?.reason == reason {
+                #expect(machine.refusedSignal == before.refusedSignal && actions.isEmpty)
+            } else {
+                #expect(machine.refusedSignal?.at == at)
+                seen.insert("refused signal")
+            }
+        case .lifecycle, .lifecycleMissing:
+            if before.phase != .finished { #expect(machine.refusedSignal == nil) }
+        default:
+            #expect(
+                machine.refusedSignal == before.refusedSignal, "only lifecycle input changes it: \(event)")
+        }
         // A lost store file holds off the lease: nothing asks for it until the file is back.
         if case .storeLost = machine.problem { #expect(!actions.contains(.startAcquiring)) }
 
@@ -206,6 +226,7 @@ struct MachineSimulation {
                 "\(machine.phase.name)", "\(String(describing: machine.phase.lease))",
                 "\(String(describing: machine.problem))", "\(machine.retrying)",
                 "\(String(describing: machine.managerState))",
+                "\(String(describing: machine.refusedSignal))",
             ]
         }
         if shown(machine) != shown(before) { #expect(actions.contains(.publish), "\(event) -> \(actions)") }
@@ -356,7 +377,7 @@ struct ParticipantMachinePropertyTests {
         // The runs went everywhere the rules do.
         for reached in [
             "background", "waiting", "writer", "releasing", "fenced", "finished", "becomeWriter", "runSync",
-            "releaseUnused", "stale timer", "edit", "fenced release", "checkStore",
+            "releaseUnused", "stale timer", "edit", "fenced release", "checkStore", "refused signal",
         ] {
             #expect(seen.contains(reached), "no run reached \(reached)")
         }

@@ -199,21 +199,90 @@ struct ParticipantMachineTests {
         #expect(machine.handle(.leaseLost(takenOver: false, successor: nil)) == [])
     }
 
-    @Test(
-        "the manager's state is recorded and published when it changes; a bad lifecycle file is said once per reason"
-    )
-    func managerAndLifecycleNotes() {
+    @Test("the manager's state is recorded and published when it changes")
+    func managerNotes() {
         var machine = TestMachine.make()
         #expect(machine.handle(.managerState(.stopped)) == [.record(.manager(.stopped)), .publish])
         #expect(machine.handle(.managerState(.stopped)) == [])
         #expect(machine.managerState == .stopped)
-        #expect(
-            machine.handle(.lifecycleIgnored("bad content")) == [.record(.lifecycleIgnored("bad content"))])
-        #expect(machine.handle(.lifecycleIgnored("bad content")) == [])
-        _ = machine.feed(.lifecycle(.background))
-        #expect(
-            machine.handle(.lifecycleIgnored("bad content")) == [.record(.lifecycleIgnored("bad content"))])
         #expect(machine.handle(.publishRequested) == [.publish])
+    }
+}
+
+@Suite("Participant machine: refused lifecycle signals (no I/O)")
+struct ParticipantMachineRefusedSignalTests {
+    let junk = "holds neither 'foreground' nor 'background'"
+
+    @Test("a refused signal is said and published once, with the time it was first read; the lifecycle stays")
+    func refusedOnce() {
+        var machine = TestMachine.writer()
+        #expect(
+            machine.handle(.lifecycleIgnored("is empty", at: 1_000))
+                == [.record(.lifecycleIgnored("is empty")), .publish])
+        #expect(machine.refusedSignal == RefusedSignal(reason: "is empty", at: 1_000))
+        #expect(machine.phase == .writer(TestLease(epoch: 1)))
+        #expect(machine.desired == .foreground)
+        // Read again (every change in the directory re-reads the file): nothing, its time kept.
+        #expect(machine.handle(.lifecycleIgnored("is empty", at: 2_000)) == [])
+        #expect(machine.refusedSignal?.at == 1_000)
+        // Another refusal replaces it, with its own time.
+        #expect(
+            machine.handle(.lifecycleIgnored(junk, at: 3_000)) == [
+                .record(.lifecycleIgnored(junk)), .publish,
+            ])
+        #expect(machine.refusedSignal == RefusedSignal(reason: junk, at: 3_000))
+    }
+
+    @Test(
+        "a valid signal clears the refusal and publishes, also when it says what the participant does already"
+    )
+    func validSignalClears() {
+        var machine = TestMachine.make()
+        _ = machine.feed(.lifecycleIgnored(junk, at: 1_000))
+        #expect(machine.handle(.lifecycle(.background)) == [.publish])
+        #expect(machine.refusedSignal == nil)
+        #expect(machine.handle(.lifecycle(.background)) == [])
+
+        _ = machine.feed(.lifecycleIgnored(junk, at: 2_000))
+        #expect(
+            machine.handle(.lifecycle(.foreground)) == [
+                .record(.lifecycle(.foreground)), .publish, .startAcquiring,
+            ])
+        #expect(machine.refusedSignal == nil)
+        // Refused again after that: said again.
+        #expect(
+            machine.handle(.lifecycleIgnored(junk, at: 3_000)) == [
+                .record(.lifecycleIgnored(junk)), .publish,
+            ])
+    }
+
+    @Test("a removed lifecycle file clears the refusal; a missing file otherwise changes nothing")
+    func missingFileClears() {
+        var machine = TestMachine.make()
+        #expect(machine.handle(.lifecycleMissing) == [])
+        _ = machine.feed(.lifecycleIgnored("is a symbolic link", at: 1_000))
+        #expect(machine.handle(.lifecycleMissing) == [.publish])
+        #expect(machine.refusedSignal == nil)
+        #expect(machine.phase == .background)
+    }
+
+    @Test("shutting down: a refusal is still published, a valid signal still clears it; finished: ignored")
+    func whileShuttingDown() {
+        var machine = TestMachine.writer()
+        _ = machine.feed(.shutdown)
+        #expect(machine.shuttingDown)
+        #expect(
+            machine.handle(.lifecycleIgnored(junk, at: 1_000)) == [
+                .record(.lifecycleIgnored(junk)), .publish,
+            ])
+        #expect(machine.handle(.lifecycle(.foreground)) == [.publish])
+        #expect(machine.refusedSignal == nil)
+
+        var finished = TestMachine.make()
+        _ = finished.feed(.shutdown)
+        #expect(finished.phase == .finished)
+        #expect(finished.handle(.lifecycleIgnored(junk, at: 1_000)) == [])
+        #expect(finished.refusedSignal == nil)
     }
 }
 

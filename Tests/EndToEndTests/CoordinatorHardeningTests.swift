@@ -87,7 +87,11 @@ extension HeavyEndToEnd {
                 #"{"Name":"CLI-REFUSED"}"#,
             ])
             #expect(refused.status != 0)
-            #expect(refused.stderr.contains("held by 'host'"), "\(refused.stderr)")
+            #expect(refused.stderr.contains("held by participant 'host'"), "\(refused.stderr)")
+            // The hint names the holder: the command to run as it is, no placeholder.
+            #expect(
+                refused.stderr.contains("(baton signal --dir \(f.dir) host background)"), "\(refused.stderr)")
+            #expect(!refused.stderr.contains("NAME"), "\(refused.stderr)")
 
             // A patient write waits, and lands once the host lets go.
             let patient = try await BatonProcess([

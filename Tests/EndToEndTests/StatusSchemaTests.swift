@@ -59,7 +59,8 @@ extension HeavyEndToEnd {
             return result
         }
 
-        @Test("status --json and D/participants/NAME.json of a writer with a failing sync")
+        @Test(
+            "status --json and D/participants/NAME.json of a writer with a failing sync and a refused signal")
         func schemas() async throws {
             let (statusSchema, participantSchema) = try Self.documentedSchemas()
             let f = try await CoordinatorFixture(records: 5)
@@ -70,6 +71,11 @@ extension HeavyEndToEnd {
             #expect(try await f.wait(["--writer", "host"]))
             try await f.waitForStatus("host's retry") { statuses in
                 statuses.contains { $0.name == "host" && !$0.retrying.isEmpty }
+            }
+            // Junk in its lifecycle file: refused, and published as its refused signal.
+            try Data("sideways\n".utf8).write(to: URL(fileURLWithPath: f.dir + "/lifecycle/host"))
+            try await f.waitForStatus("host's refused signal") { statuses in
+                statuses.contains { $0.name == "host" && $0.refusedSignal != nil && !$0.retrying.isEmpty }
             }
 
             let file = try JSONValue(

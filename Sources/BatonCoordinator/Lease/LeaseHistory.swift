@@ -23,15 +23,16 @@ public enum LeaseHistory {
         return history.dropLast() + [last]
     }
 
-    /// Who holds the lease now, as the lock file says (a holder that has not written yet is not
-    /// in the store's history): nil when it is free or its holder is gone.
+    /// Who holds the lease now, as the lock file says: nil when it is free or its holder is gone.
+    /// The name is nil while the holding is not in the store's history (its first write has not
+    /// committed yet).
     public static func holder(store: SharedStore, directory: SharedDirectory) throws -> (
-        name: String, pid: Int32
+        name: String?, pid: Int32
     )? {
         guard let record = HeartbeatRecord.read(at: directory.writerLockPath), record.released == 0,
             ProcessState.of(record.pid) != .dead
         else { return nil }
         let recorded = try store.read { try $0.leaseHistory() }.last { $0.epoch == record.epoch }
-        return (recorded?.name ?? "pid \(record.pid)", record.pid)
+        return (recorded?.name, record.pid)
     }
 }

@@ -302,11 +302,13 @@ extension WriterLease {
             held = try await acquire(deadline: timeout.map { ContinuousClock.now + $0 })
         } catch let error as CoordinatorError where error.code == .leaseTimeout {
             let holder = (try? LeaseHistory.holder(store: store, directory: directory)) ?? nil
-            let who = holder.map { "'\($0.name)' (pid \($0.pid))" } ?? "another process"
+            let participant = holder.flatMap { holder in
+                ParticipantStatus.readAll(in: directory).first { $0.pid == holder.pid && $0.isAlive }
+            }
             throw CoordinatorError(
                 .leaseTimeout,
-                "the writer lease is held by \(who) and was not free within \(timeout.map { "\($0)" } ?? "the wait"); send it to the background (baton signal --dir \(directory.path) NAME background) or wait longer with --timeout"
-            )
+                Self.timeoutMessage(
+                    holder: holder, participant: participant, directory: directory.path, timeout: timeout))
         }
         do {
             let result = try await body(held)
@@ -316,5 +318,41 @@ extension WriterLease {
             release(held)
             throw error
         }
+    }
+}
+
+extension WriterLease {
+    /// Why the lease was not free in time, naming its holder and what to do about it: a
+    /// participant in the foreground is sent to the background by name (`baton signal --dir D
+    /// host background`); one in the background is handing the lease over already; a holder that
+    /// is no participant (a tool, an app's own lease) is waited for.
+    ///
+    /// - Parameters:
+    ///   - holder: who the lock file says holds the lease (nil: nobody alive does any more), with
+    ///     its name from the lease history (nil: the holding has not written yet).
+    ///   - participant: the holder's published status, when it is a live participant.
+    ///   - directory: the shared directory's path, for the command in the hint.
+    ///   - timeout: how long the wait lasted (nil: until it was given up).
+    static func timeoutMessage(
+        holder: (name: String?, pid: Int32)?, participant: ParticipantStatus?, directory: String,
+        timeout: Duration?
+    ) -> String {
+        let within = timeout.map { "within \($0)" } ?? "in time"
+        guard let holder else {
+            return
+                "the writer lease was not free \(within), and its holder has gone since; try again, or wait longer with --timeout"
+        }
+        guard let participant else {
+            let who = holder.name.map { "'\($0)' (pid \(holder.pid))" } ?? "pid \(holder.pid)"
+            return
+                "the writer lease is held by \(who), which is not a participant, and was not free \(within); wait for it to finish, or wait longer with --timeout"
+        }
+        let held = "the writer lease is held by participant '\(participant.name)' (pid \(participant.pid))"
+        if participant.lifecycle == .background {
+            return
+                "\(held), which is in the background and handing the lease over, and was not free \(within); wait longer with --timeout"
+        }
+        return
+            "\(held) and was not free \(within); send it to the background (baton signal --dir \(directory) \(participant.name) background) or wait longer with --timeout"
     }
 }

@@ -72,9 +72,11 @@ extension Participant {
         case .valid(let lifecycle):
             if await feed(.lifecycle(lifecycle)) { return true }
         case .invalid(let reason):
-            if await feed(.lifecycleIgnored(reason)) { return true }
-        case .missing, .empty:
-            break
+            if await feed(.lifecycleIgnored(reason, at: WallClock.nowMillis())) { return true }
+        case .empty:
+            if await feed(.lifecycleIgnored("is empty", at: WallClock.nowMillis())) { return true }
+        case .missing:
+            if await feed(.lifecycleMissing) { return true }
         }
         // A store file gone is all that matters then (the machine hands the lease over).
         if let reason = store.fileProblem() { return await feed(.storeLost(reason)) }
@@ -417,7 +419,8 @@ extension Participant {
             pid: getpid(), lifecycle: machine.desired, phase: machine.phase.name,
             epoch: machine.phase.lease?.epoch,
             managerState: machine.managerState?.rawValue ?? "stopped", updated: WallClock.nowMillis(),
-            problem: machine.problem?.description, retrying: machine.retrying)
+            problem: machine.problem?.description, retrying: machine.retrying,
+            refusedSignal: machine.refusedSignal)
         try status.publish(in: directory)
     }
 }

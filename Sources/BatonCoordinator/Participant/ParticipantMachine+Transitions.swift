@@ -1,9 +1,9 @@
 // The lifecycle and lease rules: who waits, who writes, how a hand-over goes and ends.
 extension ParticipantMachine {
     mutating func lifecycle(_ lifecycle: Lifecycle) -> [Action] {
-        lifecycleIgnored = nil
-        guard !shuttingDown else { return [] }
-        var actions: [Action] = lifecycle == desired ? [] : [.record(.lifecycle(lifecycle))]
+        let cleared = clearRefusedSignal()
+        guard !shuttingDown else { return cleared }
+        var actions: [Action] = (lifecycle == desired ? [] : [.record(.lifecycle(lifecycle))]) + cleared
         desired = lifecycle
         switch (lifecycle, phase) {
         case (.foreground, .background):
@@ -20,6 +20,21 @@ extension ParticipantMachine {
             break
         }
         return actions
+    }
+
+    /// The lifecycle file holds something that is no signal: said and published once per
+    /// reason; the lifecycle stays as it was.
+    mutating func lifecycleRefused(_ reason: String, at: Int64) -> [Action] {
+        guard refusedSignal?.reason != reason else { return [] }
+        refusedSignal = RefusedSignal(reason: reason, at: at)
+        return [.record(.lifecycleIgnored(reason)), .publish]
+    }
+
+    /// The lifecycle file holds a valid signal again, or is gone: the refusal is over.
+    mutating func clearRefusedSignal() -> [Action] {
+        guard refusedSignal != nil else { return [] }
+        refusedSignal = nil
+        return [.publish]
     }
 
     /// Only a participant waiting for the lease takes it; any other lease goes back untouched,

@@ -5,7 +5,8 @@ extension ParticipantMachine {
     public enum Note: Sendable, Hashable {
         /// The lifecycle signal changed: `ParticipantEvent.lifecycle`.
         case lifecycle(Lifecycle)
-        /// The lifecycle file cannot be read as a signal (said once per reason).
+        /// The lifecycle file cannot be read as a signal, for this reason (said once per
+        /// reason, until a valid signal is read).
         case lifecycleIgnored(String)
         /// The lease is this participant's: `leaseTookOver` (when it was a takeover) and
         /// `leaseAcquired(epoch:waitMillis:)`.
@@ -84,8 +85,11 @@ extension ParticipantMachine {
     public enum Event: Sendable, Hashable {
         /// The lifecycle signal says this (level-triggered: fed on every valid read).
         case lifecycle(Lifecycle)
-        /// The lifecycle file could not be read as a signal.
-        case lifecycleIgnored(String)
+        /// The lifecycle file could not be read as a signal (empty, junk, a symlink, too big),
+        /// for `reason`; `at` is the wall clock (ms since 1970) for the published refusal.
+        case lifecycleIgnored(String, at: Int64)
+        /// The lifecycle file does not exist (no signal: the lifecycle stays as it is).
+        case lifecycleMissing
         /// The lease's current holding, after `waitMillis` of waiting. Fed only while the lease
         /// still holds it (a grant released since is stale: `WriterLease` knows, not the rules).
         case leaseGranted(Lease, waitMillis: Double)

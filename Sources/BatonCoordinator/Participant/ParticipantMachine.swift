@@ -124,8 +124,10 @@ public struct ParticipantMachine<Lease: Sendable & Hashable>: Sendable, Hashable
     public internal(set) var admitsEdits = false
     var retries: [String: SyncRetries] = [:]
     var recoveries: [Recovery: RecoveryState] = [:]
-    /// The reason the lifecycle file was last ignored for (said once).
-    var lifecycleIgnored: String?
+    /// What the lifecycle file holds that was refused, and since when: kept (and published)
+    /// until the file holds a valid signal again or is removed. The same refusal read again
+    /// keeps its time and is said once.
+    public internal(set) var refusedSignal: RefusedSignal?
     var lastTimerSerial = 0
 
     /// Makes a machine in the background, for the configured syncs of these names and these
@@ -171,10 +173,8 @@ public struct ParticipantMachine<Lease: Sendable & Hashable>: Sendable, Hashable
         }
         switch event {
         case .lifecycle(let lifecycle): return self.lifecycle(lifecycle)
-        case .lifecycleIgnored(let reason):
-            guard reason != lifecycleIgnored else { return [] }
-            lifecycleIgnored = reason
-            return [.record(.lifecycleIgnored(reason))]
+        case .lifecycleIgnored(let reason, let at): return lifecycleRefused(reason, at: at)
+        case .lifecycleMissing: return clearRefusedSignal()
         case .leaseGranted(let lease, let waitMillis): return leaseGranted(lease, waitMillis: waitMillis)
         case .leaseFailed(let reason): return leaseFailed(reason)
         case .leaseLost(let takenOver, let successor):

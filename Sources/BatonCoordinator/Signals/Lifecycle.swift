@@ -22,7 +22,8 @@ public enum LifecycleSignal {
         case valid(Lifecycle)
         /// No file (yet).
         case missing
-        /// Empty: a writer is mid-way (`echo x > file` truncates first); wait for the next event.
+        /// Empty (or only white space): refused like junk, logged and published; a writer still
+        /// mid-way (`echo x > file` truncates first) is read again on its next event.
         case empty
         /// Anything else; the reason is for the log (never the content).
         case invalid(String)

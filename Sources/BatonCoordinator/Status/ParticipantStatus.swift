@@ -32,6 +32,24 @@ public struct SyncRetry: Sendable, Hashable, Codable {
     }
 }
 
+/// Lifecycle input a participant refused: its lifecycle file is empty, holds neither
+/// `foreground` nor `background`, is a symlink, not a regular file, or too big. The lifecycle
+/// stays as it was; the refusal is published until the file holds a valid signal again or is
+/// removed.
+public struct RefusedSignal: Sendable, Hashable, Codable {
+    /// Why, as said of the file (`is empty`, `holds neither 'foreground' nor 'background'`);
+    /// never its content.
+    public var reason: String
+    /// When it was first refused (ms since 1970); the same refusal read again keeps this time.
+    public var at: Int64
+
+    /// Makes a refusal from its fields.
+    public init(reason: String, at: Int64) {
+        self.reason = reason
+        self.at = at
+    }
+}
+
 /// A participant's published state, `D/participants/<name>.json` (replaced atomically).
 public struct ParticipantStatus: Sendable, Hashable, Codable {
     /// Whether it is the app or an extension.
@@ -57,6 +75,9 @@ public struct ParticipantStatus: Sendable, Hashable, Codable {
     public var problem: String?
     /// Its configured syncs that failed and wait for their next attempt (or are in it), by name.
     public var retrying: [SyncRetry]
+    /// What its lifecycle file holds that it refused, while it does; nil when the file holds a
+    /// valid signal (or none).
+    public var refusedSignal: RefusedSignal?
 
     /// Whether it holds the writer lease (its phase is `writer`).
     public var isWriter: Bool { phase == .writer }
@@ -73,9 +94,11 @@ public struct ParticipantStatus: Sendable, Hashable, Codable {
         role: ParticipantRole, name: String, priority: Int, pid: Int32, lifecycle: Lifecycle,
         phase: ParticipantPhase,
         epoch: Int64?,
-        managerState: String, updated: Int64, problem: String? = nil, retrying: [SyncRetry] = []
+        managerState: String, updated: Int64, problem: String? = nil, retrying: [SyncRetry] = [],
+        refusedSignal: RefusedSignal? = nil
     ) {
         self.retrying = retrying
+        self.refusedSignal = refusedSignal
         self.role = role
         self.name = name
         self.priority = priority

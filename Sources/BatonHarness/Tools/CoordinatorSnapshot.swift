@@ -29,6 +29,8 @@ public struct CoordinatorSnapshot {
     var heartbeatAgeMillis: Double?
     var syncCounts: [String: Int]
     public var syncStatuses: [String: String]
+    /// The shared directory's path, as given.
+    var directory: String
 
     public static func read(_ path: String) throws -> CoordinatorSnapshot {
         let shared = try SharedDirectory(path: path, create: false)
@@ -42,7 +44,7 @@ public struct CoordinatorSnapshot {
         else {
             return CoordinatorSnapshot(
                 writer: nil, participants: participants, heartbeat: heartbeat, heartbeatAgeMillis: age,
-                syncCounts: [:], syncStatuses: [:])
+                syncCounts: [:], syncStatuses: [:], directory: path)
         }
         return try store.read { reader in
             // The lock file names the holder (one that has not written yet is not in the store's
@@ -64,7 +66,7 @@ public struct CoordinatorSnapshot {
             for row in try reader.syncStates() { if let name = row.name { statuses[name] = row.status } }
             return CoordinatorSnapshot(
                 writer: writer, participants: participants, heartbeat: heartbeat, heartbeatAgeMillis: age,
-                syncCounts: try reader.syncStatusCounts(), syncStatuses: statuses)
+                syncCounts: try reader.syncStatusCounts(), syncStatuses: statuses, directory: path)
         }
     }
 
@@ -206,6 +208,9 @@ extension CoordinatorSnapshot {
         for p in snapshot.participants {
             if let problem = p.problem { lines.append("problem: \(p.name): \(problem)") }
             for retry in p.retrying { lines.append("retrying: \(p.name): \(retry.summary)") }
+            if let refused = p.refusedSignal {
+                lines.append("refused signal: \(p.name): \(refusedSummary(refused, of: p))")
+            }
         }
         if let term = snapshot.heartbeat.map({ Double($0.termMillis) / 1000 }) {
             lines.append("lease term: \(term)s (the writer renews its heartbeat every quarter term)")
@@ -213,6 +218,15 @@ extension CoordinatorSnapshot {
         let counts = snapshot.syncCounts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
         lines.append("syncs: \(counts.isEmpty ? "none" : counts.joined(separator: " "))")
         return lines
+    }
+
+    /// "D/lifecycle/ext is empty (at 12:00:03); ext stays background until the file holds
+    /// foreground or background".
+    func refusedSummary(_ refused: RefusedSignal, of participant: ParticipantStatus) -> String {
+        let time = SyncRetry.clock.string(from: Date(timeIntervalSince1970: Double(refused.at) / 1000))
+        let file = (directory.hasSuffix("/") ? directory : directory + "/") + "lifecycle/\(participant.name)"
+        return
+            "\(file) \(refused.reason) (at \(time)); \(participant.name) stays \(participant.lifecycle.rawValue) until the file holds foreground or background"
     }
 
     static func seconds(_ millis: Double) -> String {

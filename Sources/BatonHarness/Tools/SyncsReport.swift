@@ -53,31 +53,22 @@ public struct SyncsReport: Encodable {
                 Self.errorColumn(sync, retry: sync.name.flatMap { retries[$0] }),
             ]
         }
-        return Table.render(header: header, rows: rows)
+        // The error column is fitted above, so that the retry after it is always shown whole.
+        return Table.render(header: header, rows: rows, maxWidths: [header.count - 1: .max])
     }
 
-    /// The error (its first 60 characters), and for a retried sync when the next attempt starts.
+    /// The widest the error is shown in the table (cut at a word boundary; `--json` has it whole).
+    static let errorWidth = 60
+
+    /// The error (cut at a word boundary to ``errorWidth``), and for a retried sync when the next
+    /// attempt starts.
     static func errorColumn(_ sync: SyncState, retry: SyncRetry?) -> String {
-        var text = (sync.error ?? retry?.lastError).map { String($0.prefix(60)) } ?? ""
+        var text = (sync.error ?? retry?.lastError).map { Table.fit($0, width: errorWidth) } ?? ""
         if let retry {
             let time = SyncRetry.clock.string(
                 from: Date(timeIntervalSince1970: Double(retry.nextAttempt) / 1000))
             text += (text.isEmpty ? "" : "; ") + "retry \(retry.attempt + 1) at \(time)"
         }
         return text
-    }
-}
-
-/// Left-aligned text columns.
-public enum Table {
-    public static func render(header: [String], rows: [[String]]) -> [String] {
-        let all = [header] + rows
-        let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
-        return all.map { row in
-            row.enumerated().map { index, cell in
-                index == row.count - 1
-                    ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
-            }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
-        }
     }
 }

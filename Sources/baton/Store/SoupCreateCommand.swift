@@ -16,8 +16,17 @@ extension StoreSoupCommand {
 
         func run() async throws {
             let specs = try indexes.map(IndexSpec.init(parsing:))
-            let store = try directory.openStore(create: true)
             let name = self.name
+            try Names.validate(name, what: "soup name")
+            let store = try directory.openStore(create: true)
+            // A soup that has every index asked for already is a read: no lease, no commit.
+            let existing = try await store.read { try $0.soupIfExists(name) }
+            if let existing,
+                specs.allSatisfy({ spec in existing.indexSpecs.contains { $0.path == spec.path } })
+            {
+                CLIOutput.line("soup '\(existing.name)' ready with \(existing.indexSpecs.count) index(es)")
+                return
+            }
             let soup = try await lease.write(store, tool: "soup-create") {
                 try $0.registerSoup(name, indexSpecs: specs)
             }

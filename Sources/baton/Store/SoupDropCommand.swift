@@ -11,7 +11,9 @@ extension StoreSoupCommand {
         func run() async throws {
             let store = try directory.openStore(create: false)
             let name = self.name
-            try await lease.write(store, tool: "soup-drop") { try $0.dropSoup(name) }
+            try await lease.write(store, tool: "soup-drop", check: { _ = try $0.soup(name) }) {
+                try $0.dropSoup(name)
+            }
             CLIOutput.line("soup '\(name)' dropped")
         }
     }

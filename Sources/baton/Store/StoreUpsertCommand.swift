@@ -10,9 +10,12 @@ struct StoreUpsertCommand: AsyncParsableCommand {
         discussion: """
             Records are JSON objects given as arguments, or one per line on stdin when none is \
             given. With --external-id PATH, a record whose PATH matches an existing record's \
-            updates it. With --local, records are marked as locally created (new) or updated \
+            updates it, and every record must have a value at PATH (records without one are \
+            refused, by their position). Without --external-id every record is inserted as a new \
+            one. With --local, records are marked as locally created (new) or updated \
             (matched) so the next sync up sends them. It takes the writer lease like a \
-            participant (waiting up to --timeout while one holds it).
+            participant (waiting up to --timeout while one holds it), after checking the soup \
+            and the records first.
             """
     )
 
@@ -39,10 +42,11 @@ struct StoreUpsertCommand: AsyncParsableCommand {
                 throw CLIError(message: "record \(index + 1): \(error.description)")
             }
         }
+        let upsert = RecordUpsert(soup: soup, externalIdPath: externalId, markLocal: local)
         let store = try directory.openStore(create: false)
-        let count = try await lease.write(store, tool: "store-upsert") { transaction in
-            try RecordUpsert(soup: soup, externalIdPath: externalId, markLocal: local).write(
-                parsed, in: transaction)
+        let check: (StoreReader) throws -> Void = { try upsert.check(parsed, in: $0) }
+        let count = try await lease.write(store, tool: "store-upsert", check: check) { transaction in
+            try upsert.write(parsed, in: transaction)
             if holdTransaction {
                 // Test hook: the transaction stays open until this process is killed.
                 CLIOutput.line("holding transaction")

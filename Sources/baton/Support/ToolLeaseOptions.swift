@@ -28,9 +28,16 @@ struct ToolLeaseOptions: ParsableArguments {
 
     /// Runs `body` in one transaction under the lease (as `tool`), or, when asked, through a
     /// handle opened to write outside it.
+    ///
+    /// `check` runs first, as a read, before any wait for the lease: what it refuses (a soup
+    /// that does not exist, input that does not fit the soup) fails at once, not after the
+    /// lease's timeout with the holder blamed. `body` runs the same checks again in its
+    /// transaction, where they are final.
     func write<T: Sendable>(
-        _ store: SharedStore, tool: String, _ body: @escaping @Sendable (StoreTransaction) throws -> T
+        _ store: SharedStore, tool: String, check: (StoreReader) throws -> Void = { _ in },
+        _ body: @escaping @Sendable (StoreTransaction) throws -> T
     ) async throws -> T {
+        try store.read(check)
         if unleased {
             let unfenced = try UnfencedStore.open(
                 directory: store.directory, create: false, logger: Logger(label: "baton.\(tool)"))
