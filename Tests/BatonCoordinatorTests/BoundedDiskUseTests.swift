@@ -91,7 +91,7 @@ struct BoundedDiskUseTests {
         let fold = try #require(folded)
         #expect(intervals <= historyLimit && intervals + fold.intervals == 10_000)
         #expect(fold.firstEpoch == 1 && fold.violations == 0 && fold.strictViolations == 0)
-        #expect(fold.commits > 0 && fold.unleasedCommits == 0)
+        #expect(fold.commits > 0 && fold.commitsOutsideLease == 0)
 
         let audit = try LeaseAudit.audit(store: pair.store, strict: true)
         #expect(audit.passed, "\(audit.violations.prefix(5))")

@@ -34,7 +34,7 @@ struct LeaseReportTests {
 
     static let fold = LeaseHistoryFold(
         firstEpoch: 1, lastEpoch: 900, intervals: 880, firstAcquired: 1_764_041_556_123,
-        lastReleased: 1_764_041_557_000, commits: 1200, unleasedCommits: 1, violations: 1,
+        lastReleased: 1_764_041_557_000, commits: 1200, commitsOutsideLease: 1, violations: 1,
         strictViolations: 1,
         problems: [
             LeaseHistoryFold.Problem(7, "commit 12 by pid 4 while the lease was held by 'host' (pid 3)"),
@@ -89,7 +89,7 @@ struct LeaseReportTests {
                 "6 more violation(s) among the folded intervals (epochs 1-900)") == true)
         let clean = LeaseHistoryFold(
             firstEpoch: 1, lastEpoch: 900, intervals: 880, firstAcquired: 0, lastReleased: 1, commits: 0,
-            unleasedCommits: 0, violations: 0, strictViolations: 0, problems: [])
+            commitsOutsideLease: 0, violations: 0, strictViolations: 0, problems: [])
         #expect(LeaseAudit.audit(history: [], commits: [], folded: clean, strict: true).passed)
     }
 }

@@ -56,7 +56,7 @@ struct LeaseHistoryFoldTests {
         #expect(history.last?.epoch == 100)
         #expect(fold.violations == 0 && fold.strictViolations == 0 && fold.problems.isEmpty)
         // Each folded interval's commit was still in the log, and checked.
-        #expect(fold.commits == fold.intervals && fold.unleasedCommits == 0)
+        #expect(fold.commits == fold.intervals && fold.commitsOutsideLease == 0)
         #expect(fold.lastReleased != nil && fold.firstAcquired <= fold.lastReleased!)
     }
 
@@ -81,7 +81,7 @@ struct LeaseHistoryFoldTests {
         let (history, folded) = try holdings.sizes()
         let fold = try #require(folded)
         #expect(history <= 10 && fold.epochs.contains(2) && fold.epochs.contains(3))
-        #expect(fold.violations == 2 && fold.strictViolations == 0 && fold.unleasedCommits == 1)
+        #expect(fold.violations == 2 && fold.strictViolations == 0 && fold.commitsOutsideLease == 1)
         try #require(fold.problems.map(\.epoch) == [2, 3])
         #expect(fold.problems.allSatisfy { !$0.strictOnly })
         #expect(fold.problems[0].problem.contains("pid 999999"))

@@ -57,7 +57,8 @@ struct BoundedDiskProcessTests {
         let folded = try #require(entries.first?.value(atPath: "folded"))
         #expect(entries.count - 1 <= 10)
         #expect(folded.value(atPath: "firstEpoch") == 1 && folded.value(atPath: "violations") == 1)
-        #expect(folded.value(atPath: "strictViolations") == 1 && folded.value(atPath: "unleasedCommits") == 2)
+        #expect(
+            folded.value(atPath: "strictViolations") == 1 && folded.value(atPath: "commitsOutsideLease") == 2)
         #expect((folded.value(atPath: "lastEpoch")?.intValue ?? 0) >= held.epoch)
         let table = try await BatonProcess.run(["lease", "history", "--dir", dir])
         #expect(

@@ -47,7 +47,7 @@ extension LeaseAudit {
         violations += report.violations
         return Report(
             violations: violations, intervals: history.count, folded: folded, commits: commits.count,
-            unleased: report.unleased + (folded?.unleasedCommits ?? 0))
+            unleased: report.unleased + (folded?.commitsOutsideLease ?? 0))
     }
 
     /// Reads the store's lease history, its fold and its commit log from one snapshot (with a

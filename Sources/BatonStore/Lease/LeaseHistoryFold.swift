@@ -52,7 +52,7 @@ public struct LeaseHistoryFold: Sendable, Hashable, Encodable {
     /// The commits under folded epochs that were still in the commit log, checked when folded.
     public var commits: Int
     /// How many of them were made outside any lease.
-    public var unleasedCommits: Int
+    public var commitsOutsideLease: Int
     /// Violations found (each fails `baton lease check`).
     public var violations: Int
     /// Commits found made outside any lease while nobody held it (each fails only
@@ -68,7 +68,7 @@ public struct LeaseHistoryFold: Sendable, Hashable, Encodable {
     /// them).
     public init(
         firstEpoch: Int64, lastEpoch: Int64, intervals: Int, firstAcquired: Int64, lastReleased: Int64?,
-        commits: Int, unleasedCommits: Int, violations: Int, strictViolations: Int, problems: [Problem]
+        commits: Int, commitsOutsideLease: Int, violations: Int, strictViolations: Int, problems: [Problem]
     ) {
         self.firstEpoch = firstEpoch
         self.lastEpoch = lastEpoch
@@ -76,7 +76,7 @@ public struct LeaseHistoryFold: Sendable, Hashable, Encodable {
         self.firstAcquired = firstAcquired
         self.lastReleased = lastReleased
         self.commits = commits
-        self.unleasedCommits = unleasedCommits
+        self.commitsOutsideLease = commitsOutsideLease
         self.violations = violations
         self.strictViolations = strictViolations
         self.problems = problems
@@ -102,7 +102,7 @@ extension StoreReader {
         return LeaseHistoryFold(
             firstEpoch: row["firstEpoch"], lastEpoch: row["lastEpoch"], intervals: row["intervals"],
             firstAcquired: row["firstAcquired"], lastReleased: row["lastReleased"], commits: row["commits"],
-            unleasedCommits: row["unleasedCommits"], violations: row["violations"],
+            commitsOutsideLease: row["commitsOutsideLease"], violations: row["violations"],
             strictViolations: row["strictViolations"], problems: problems)
     }
 
@@ -174,25 +174,25 @@ extension StoreTransaction {
             try leaseHistoryFold()
             ?? LeaseHistoryFold(
                 firstEpoch: first.epoch, lastEpoch: last.epoch, intervals: 0, firstAcquired: first.acquired,
-                lastReleased: nil, commits: 0, unleasedCommits: 0, violations: 0, strictViolations: 0,
+                lastReleased: nil, commits: 0, commitsOutsideLease: 0, violations: 0, strictViolations: 0,
                 problems: [])
         fold.lastEpoch = last.epoch
         fold.intervals += folding.count
         fold.lastReleased = last.released
         fold.commits += commits.count
-        fold.unleasedCommits += findings.unleased
+        fold.commitsOutsideLease += findings.unleased
         fold.violations += problems.count(where: { !$0.strictOnly })
         fold.strictViolations += problems.count(where: \.strictOnly)
         try cached(
             """
             INSERT OR REPLACE INTO lease_history_fold (id, firstEpoch, lastEpoch, intervals, firstAcquired,
-                lastReleased, commits, unleasedCommits, violations, strictViolations)
+                lastReleased, commits, commitsOutsideLease, violations, strictViolations)
             VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """
         ).execute(arguments: [
             fold.firstEpoch, fold.lastEpoch, fold.intervals, fold.firstAcquired, fold.lastReleased,
             fold.commits,
-            fold.unleasedCommits, fold.violations, fold.strictViolations,
+            fold.commitsOutsideLease, fold.violations, fold.strictViolations,
         ])
         for problem in problems.prefix(max(0, LeaseHistoryFold.keptProblems - fold.problems.count)) {
             try cached(

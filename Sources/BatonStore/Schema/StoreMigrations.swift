@@ -117,7 +117,7 @@ enum StoreMigrations {
                         firstAcquired INTEGER NOT NULL,
                         lastReleased INTEGER,
                         commits INTEGER NOT NULL,
-                        unleasedCommits INTEGER NOT NULL,
+                        commitsOutsideLease INTEGER NOT NULL,
                         violations INTEGER NOT NULL,
                         strictViolations INTEGER NOT NULL
                     );
