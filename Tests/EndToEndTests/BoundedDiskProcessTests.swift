@@ -18,7 +18,7 @@ struct BoundedDiskProcessTests {
         ])
         #expect(create.status == 0, "\(create.stderr)")
         let shown = try await BatonProcess.run(["lease", "limit", "--dir", dir])
-        #expect(shown.stdout.contains("1 intervals (limit 10000)"), "\(shown.stdout)")
+        #expect(shown.stdout.contains("1 interval (limit 10000)"), "\(shown.stdout)")
         #expect(try await BatonProcess.run(["lease", "limit", "--dir", dir, "9"]).status == 64)
         let set = try await BatonProcess.run(["lease", "limit", "--dir", dir, "10"])
         #expect(set.status == 0 && set.stdout.contains("(limit 10)"), "\(set.stdout)\(set.stderr)")
@@ -104,5 +104,31 @@ struct BoundedDiskProcessTests {
         ])
         #expect(result.status == 64, "\(result.stderr)")
         #expect(result.stderr.contains("--log-limit"), "\(result.stderr)")
+    }
+}
+
+extension HeavyEndToEnd {
+    @Suite("A participant's log rotation, as a process")
+    struct LogRotationProcessTests {
+        @Test("baton participant --log-limit: the log rotates to one old file within the limit, read whole")
+        func participantLogRotates() async throws {
+            let f = try await CoordinatorFixture(records: 300)
+            try await f.start(
+                "host", role: "host", lifecycle: "foreground", batchSize: 10, extra: ["--log-limit", "2K"])
+            #expect(try await f.wait(["--sync", "accounts=done"]))
+            let logs = f.dir + "/logs/"
+            var sizes: [String: Int64] = [:]
+            for name in ["host.jsonl", "host.jsonl.1", "host.jsonl.2"] {
+                var status = stat()
+                if stat(logs + name, &status) == 0 { sizes[name] = Int64(status.st_size) }
+            }
+            #expect(Set(sizes.keys) == ["host.jsonl", "host.jsonl.1"], "\(sizes)")
+            #expect(sizes.values.allSatisfy { $0 <= 2048 }, "\(sizes)")
+            // Read with the rotated file: whole events, the last sync state done.
+            let events = f.log("host")
+            #expect(events.count >= 10)
+            #expect(events.last { $0["event"] == "sync" }?["status"] == "done")
+            try await f.finish()
+        }
     }
 }

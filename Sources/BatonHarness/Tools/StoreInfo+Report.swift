@@ -42,7 +42,7 @@ extension LeaseHistorySize {
     /// The history's size in one line: `120 intervals (limit 10000); 9880 folded (epochs
     /// 1-9880, 0 violations)`.
     public var line: String {
-        var text = "\(intervals) intervals (limit \(limit))"
+        var text = "\(intervals) interval\(intervals == 1 ? "" : "s") (limit \(limit))"
         if let first = foldedFirstEpoch, let last = foldedLastEpoch {
             text += "; \(folded) folded (epochs \(first)-\(last), \(foldedViolations) violation(s))"
         }
