@@ -117,7 +117,7 @@ struct LeaseHistoryFoldTests {
         #expect(intervals == 9 && fold?.intervals == 2 && fold?.lastEpoch == 2)
     }
 
-    @Test("the limit is a store setting: checked, kept, and a smaller one folds at once")
+    @Test("the limit is a store setting: checked, kept only once written, and a smaller one folds at once")
     func limitSetting() throws {
         let fixture = try StoreFixture()
         let store = fixture.store
@@ -131,6 +131,14 @@ struct LeaseHistoryFoldTests {
             try holdings.hold { try $0.setLeaseHistoryLimit(9) }
         } throws: { ($0 as? StoreError)?.code == .invalidSetting }
         #expect(try holdings.sizes().intervals == 30)
+
+        // A write that fails sets nothing and folds nothing.
+        store.injected.failWrite(1, with: .ioError)
+        #expect {
+            try holdings.hold { try $0.setLeaseHistoryLimit(12) }
+        } throws: { ($0 as? StoreError)?.code == .database }
+        #expect(try store.read { try $0.leaseHistoryLimit() } == LeaseHistoryFold.defaultLimit)
+        #expect(try holdings.sizes().intervals == 30 && holdings.sizes().fold == nil)
 
         try holdings.hold { try $0.setLeaseHistoryLimit(12) }
         let (intervals, fold) = try holdings.sizes()
