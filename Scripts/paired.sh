@@ -37,7 +37,7 @@ Try, from another shell:
   $baton status --dir $dir
   $baton syncs --dir $dir
   $baton wait --dir $dir --writer ext --timeout 30
-  tail -f $dir/logs/host.jsonl
+  tail -F $dir/logs/host.jsonl
 Ctrl-C stops everything.
 TEXT
 wait

@@ -39,6 +39,8 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case interrupted
         /// Another process held the store's write lock past the wait allowed.
         case busy
+        /// A store setting was given a value outside its range.
+        case invalidSetting = "invalid_setting"
         /// Any other SQLite failure; the message has SQLite's error code and text.
         case database
     }

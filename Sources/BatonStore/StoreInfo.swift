@@ -1,3 +1,5 @@
+import Foundation
+
 /// A summary of a store, as `baton store info` prints it.
 public struct StoreInfo: Sendable, Hashable, Encodable {
     /// One soup and its record count.
@@ -8,6 +10,15 @@ public struct StoreInfo: Sendable, Hashable, Encodable {
         public var count: Int
         /// The soup's indexed paths, in registration order.
         public var indexSpecs: [IndexSpec]
+    }
+
+    /// One file in `D/logs`: a participant's log (`NAME.jsonl`), the one rotated before it
+    /// (`NAME.jsonl.1`), or another file kept there.
+    public struct LogFile: Sendable, Hashable, Encodable {
+        /// The file's name in `D/logs`.
+        public var name: String
+        /// Its size in bytes.
+        public var bytes: Int64
     }
 
     /// The path of the store file (`D/store.sqlite`).
@@ -22,15 +33,19 @@ public struct StoreInfo: Sendable, Hashable, Encodable {
     public var syncCounts: [String: Int]
     /// `PRAGMA integrity_check`: `"ok"` when sound.
     public var integrity: String
+    /// The lease history's and the commit log's sizes.
+    public var leaseHistory: LeaseHistorySize
+    /// The regular files in `D/logs`, by name (none when it does not exist).
+    public var logs: [LogFile]
 
     enum CodingKeys: String, CodingKey {
-        case path, soups, changeSequence, leaseEpoch, integrity
+        case path, soups, changeSequence, leaseEpoch, integrity, leaseHistory, logs
         case syncCounts = "syncs"
     }
 }
 
 extension SharedStore {
-    /// Reads the summary from one snapshot.
+    /// Reads the summary from one snapshot, and the sizes of the files in `D/logs`.
     public func info() throws -> StoreInfo {
         try read { reader in
             let soups = try reader.soups().map { soup in
@@ -40,7 +55,20 @@ extension SharedStore {
             return StoreInfo(
                 path: directory.storePath, soups: soups, changeSequence: try reader.changeSequence(),
                 leaseEpoch: try reader.leaseEpoch(), syncCounts: try reader.syncStatusCounts(),
-                integrity: try reader.integrityCheck())
+                integrity: try reader.integrityCheck(), leaseHistory: try LeaseHistorySize(reading: reader),
+                logs: Self.logFiles(in: directory.logsPath))
+        }
+    }
+
+    /// The regular files in `path` (symlinks and directories left out), by name.
+    static func logFiles(in path: String) -> [StoreInfo.LogFile] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+        return names.sorted().compactMap { name in
+            var status = stat()
+            guard lstat(path + "/" + name, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+                return nil
+            }
+            return StoreInfo.LogFile(name: name, bytes: Int64(status.st_size))
         }
     }
 }

@@ -9,7 +9,7 @@ import Logging
 import ServiceLifecycle
 import Testing
 
-/// The lines of `D/logs/NAME.jsonl`, and a wait for one on inotify.
+/// The lines of `D/logs/NAME.jsonl` (with the file it rotated to), and a wait for one on inotify.
 struct ParticipantLogTail {
     let shared: SharedDirectory
     let name: String
@@ -19,10 +19,7 @@ struct ParticipantLogTail {
         self.name = name
     }
 
-    var lines: [JSONObject] {
-        let text = (try? String(contentsOfFile: shared.logsPath + "/\(name).jsonl", encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").compactMap { try? JSONObject(parsingObject: String($0)) }
-    }
+    var lines: [JSONObject] { ParticipantLogReader.events(directory: shared, name: name) }
 
     func wait(_ what: String, _ condition: @escaping @Sendable (JSONObject) -> Bool) async throws {
         let shared = self.shared

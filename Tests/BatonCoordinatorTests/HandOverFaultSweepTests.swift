@@ -131,15 +131,10 @@ func waitForLog(
     required: Bool = true, _ condition: @escaping @Sendable ([JSONObject]) -> Bool
 ) async throws -> Bool {
     try shared.ensureSubdirectory(shared.logsPath)
-    let path = shared.logsPath + "/\(name).jsonl"
     let met = try await DirectoryWatcher(
         root: shared.path, subdirectories: ["logs"], reportsModifications: true
     )
-    .wait(timeout: timeout) {
-        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-        return condition(
-            text.split(separator: "\n").compactMap { try? JSONObject(parsingObject: String($0)) })
-    }
+    .wait(timeout: timeout) { condition(ParticipantLogReader.events(directory: shared, name: name)) }
     if !met, required { Issue.record("timed out waiting for \(what)") }
     return met
 }

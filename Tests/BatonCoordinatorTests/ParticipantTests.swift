@@ -139,10 +139,8 @@ struct ParticipantTests {
                 syncs: [.down(name: "accounts", soup: "accounts", target: target, options: SyncOptions())],
                 initialLifecycle: .foreground, retryDelay: .milliseconds(20)),
             directory: shared, store: store, manager: manager, logger: quiet)
-        let logPath = shared.logsPath + "/host.jsonl"
         @Sendable func events() -> [JSONObject] {
-            let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-            return text.split(separator: "\n").compactMap { try? JSONObject(parsingObject: String($0)) }
+            ParticipantLogReader.events(directory: shared, name: "host")
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await participant.run() }

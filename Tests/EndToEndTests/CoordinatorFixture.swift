@@ -64,10 +64,9 @@ final class CoordinatorFixture: @unchecked Sendable {
         #expect(result.status == 0, "stderr: \(result.stderr)")
     }
 
-    /// The participant's JSON-lines log.
+    /// The participant's JSON-lines log, the file it rotated to first.
     func log(_ name: String) -> [JSONObject] {
-        let text = (try? String(contentsOfFile: dir + "/logs/\(name).jsonl", encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").compactMap { try? JSONObject(parsingObject: String($0)) }
+        ParticipantLogReader(path: dir + "/logs/\(name).jsonl").newEvents()
     }
 
     /// Waits, on inotify events in D/logs, until `condition` holds for the participant's log.

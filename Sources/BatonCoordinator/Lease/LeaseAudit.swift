@@ -18,33 +18,7 @@ public enum LeaseAudit {
     /// was closed, no earlier than it began and no later than the next was acquired. Returns the
     /// violations found (none when sound).
     public static func check(_ history: [LeaseRecord]) -> [Violation] {
-        var violations: [Violation] = []
-        for (previous, next) in zip(history, history.dropFirst()) {
-            if next.epoch <= previous.epoch {
-                violations.append(
-                    Violation(epoch: next.epoch, problem: "epoch does not increase after \(previous.epoch)"))
-            }
-            guard let released = previous.released else {
-                violations.append(
-                    Violation(
-                        epoch: previous.epoch, problem: "never released, yet epoch \(next.epoch) was granted")
-                )
-                continue
-            }
-            if released > next.acquired {
-                violations.append(
-                    Violation(
-                        epoch: next.epoch,
-                        problem:
-                            "acquired at \(next.acquired) before epoch \(previous.epoch) released at \(released)"
-                    ))
-            }
-            if released < previous.acquired {
-                violations.append(
-                    Violation(epoch: previous.epoch, problem: "released before it was acquired"))
-            }
-        }
-        return violations
+        LeaseRules.intervals(history).map(Violation.init)
     }
 
     /// What the commit log says about who wrote.
@@ -71,60 +45,27 @@ public enum LeaseAudit {
     public static func checkCommits(_ commits: [CommitRecord], history: [LeaseRecord], strict: Bool)
         -> CommitReport
     {
+        checkCommits(commits, history: history, folded: nil, strict: strict)
+    }
+
+    /// ``checkCommits(_:history:strict:)`` for a history whose oldest intervals were folded:
+    /// commits under the `folded` epochs were checked when their intervals were folded (the
+    /// fold counts what was found), so only their order is checked here.
+    static func checkCommits(
+        _ commits: [CommitRecord], history: [LeaseRecord], folded: ClosedRange<Int64>?, strict: Bool
+    ) -> CommitReport {
         let holders = Dictionary(history.map { ($0.epoch, $0) }, uniquingKeysWith: { first, _ in first })
-        var report = CommitReport(checked: commits.count)
-        var highest: Int64 = 0
-        for commit in commits {
-            if commit.epoch < highest {
-                report.violations.append(
-                    Violation(
-                        epoch: commit.epoch,
-                        problem: "commit \(commit.sequence) by pid \(commit.pid) came after epoch \(highest)")
-                )
-            }
-            highest = max(highest, commit.epoch)
-            if let fenced = commit.fencedEpoch, fenced != commit.epoch {
-                report.violations.append(
-                    Violation(
-                        epoch: commit.epoch,
-                        problem:
-                            "commit \(commit.sequence) by pid \(commit.pid) was fenced by stale epoch \(fenced)"
-                    ))
-            }
-            guard let holder = holders[commit.epoch], holder.pid == commit.pid else {
-                report.unleased += 1
-                // Outside the lease while somebody held it: a write the holder did not expect
-                // (a tool run with --unleased during a sync), always a violation.
-                let heldThen =
-                    holders[commit.epoch].map { holder in
-                        commit.at >= holder.acquired && (holder.released.map { commit.at <= $0 } ?? true)
-                    } ?? false
-                if strict || commit.fencedEpoch != nil || heldThen {
-                    let who = holders[commit.epoch].map { "'\($0.name)' (pid \($0.pid))" } ?? "nobody"
-                    report.violations.append(
-                        Violation(
-                            epoch: commit.epoch,
-                            problem:
-                                "commit \(commit.sequence) by pid \(commit.pid) while the lease was held by \(who)"
-                        ))
-                }
-                continue
-            }
-            if commit.at < holder.acquired {
-                report.violations.append(
-                    Violation(
-                        epoch: commit.epoch,
-                        problem: "commit \(commit.sequence) at \(commit.at) before the lease was taken"))
-            }
-            if let released = holder.released, commit.at > released {
-                report.violations.append(
-                    Violation(
-                        epoch: commit.epoch,
-                        problem:
-                            "commit \(commit.sequence) by '\(holder.name)' at \(commit.at), after the lease ended at \(released)"
-                    ))
-            }
-        }
-        return report
+        let findings = LeaseRules.commits(
+            commits, holders: holders, checkOrder: true, skip: { folded?.contains($0.epoch) ?? false })
+        return CommitReport(
+            violations: findings.problems.filter { strict || !$0.strictOnly }.map(Violation.init),
+            unleased: findings.unleased, checked: findings.checked)
+    }
+}
+
+extension LeaseAudit.Violation {
+    /// The violation a problem found by the audit's rules is.
+    init(_ problem: LeaseHistoryFold.Problem) {
+        self.init(epoch: problem.epoch, problem: problem.problem)
     }
 }

@@ -12,6 +12,15 @@ public enum LeaseHistory {
         return fold(history, record: HeartbeatRecord.read(at: directory.writerLockPath))
     }
 
+    /// ``read(store:directory:)``, and the summary of the intervals folded out of the history
+    /// (if any), from one snapshot.
+    public static func readWithFold(store: SharedStore, directory: SharedDirectory) throws -> (
+        [LeaseRecord], LeaseHistoryFold?
+    ) {
+        let (history, folded) = try store.read { (try $0.leaseHistory(), try $0.leaseHistoryFold()) }
+        return (fold(history, record: HeartbeatRecord.read(at: directory.writerLockPath)), folded)
+    }
+
     /// `history` with the end of its open interval taken from the lock file's `record`, when the
     /// record says it ended.
     public static func fold(_ history: [LeaseRecord], record: HeartbeatRecord?) -> [LeaseRecord] {

@@ -46,6 +46,9 @@ public struct ParticipantConfiguration: Sendable {
     /// The writer lease's term: the holder renews it every quarter term, and a holder that has
     /// not renewed it for a whole term (frozen, hung) is taken over by a waiting participant.
     public var leaseTerm: Duration
+    /// The size in bytes at which `D/logs/<name>.jsonl` rotates to `<name>.jsonl.1` (one old
+    /// file kept, so the logs take at most twice this); see ``ParticipantLog``.
+    public var logLimit: Int64
 
     /// Makes a configuration; `priority` defaults to the role's (``ParticipantRole/defaultPriority``).
     public init(
@@ -54,7 +57,8 @@ public struct ParticipantConfiguration: Sendable {
         stopDeadline: Duration = .seconds(5),
         retryDelay: Duration? = .milliseconds(500),
         maxRetryDelay: Duration = .seconds(30),
-        leaseTerm: Duration = .seconds(2)
+        leaseTerm: Duration = .seconds(2),
+        logLimit: Int64 = ParticipantLog.defaultLimit
     ) {
         self.name = name
         self.role = role
@@ -66,5 +70,6 @@ public struct ParticipantConfiguration: Sendable {
         self.retryDelay = retryDelay
         self.maxRetryDelay = maxRetryDelay
         self.leaseTerm = leaseTerm
+        self.logLimit = logLimit
     }
 }

@@ -99,7 +99,8 @@ public actor Participant: Service {
         lease = try WriterLease(
             directory: directory, store: store, name: configuration.name, term: configuration.leaseTerm,
             onLost: { sink.yield(.lockFileChanged) })
-        log = try ParticipantLog(directory: directory, name: configuration.name)
+        log = try ParticipantLog(
+            directory: directory, name: configuration.name, limit: configuration.logLimit)
     }
 
     /// Asks the participant to hand everything back and end ``run()``. Safe from any thread

@@ -111,10 +111,8 @@ struct LifecycleBench {
         let ok = try await DirectoryWatcher(
             root: shared.path, subdirectories: ["logs"], reportsModifications: true
         ).wait(timeout: timeout) {
-            let text =
-                (try? String(contentsOfFile: shared.logsPath + "/\(name).jsonl", encoding: .utf8)) ?? ""
-            for line in text.split(separator: "\n") {
-                if let object = try? JSONObject(parsingObject: String(line)), matches(object) {
+            for object in ParticipantLogReader.events(directory: shared, name: name) {
+                if matches(object) {
                     found.withLock { $0 = object }
                     return true
                 }

@@ -51,8 +51,8 @@ struct TakeoverBench {
         try await startPair(env, shared, started: &started, firstPage: .seconds(120))
         // Three terms of a slow holder; a takeover, if any, is in the log by then.
         try await Task.sleep(for: .seconds(term * 3))  // wait-ok: the scenario is the wait itself
-        let text = (try? String(contentsOfFile: shared.logsPath + "/ext.jsonl", encoding: .utf8)) ?? ""
-        let slowTakeovers = text.split(separator: "\n").filter { $0.contains("\"lease.takeover\"") }.count
+        let slowTakeovers = ParticipantLogReader.lines(directory: shared, name: "ext")
+            .filter { $0.contains("\"lease.takeover\"") }.count
         result.takeovers += slowTakeovers
         result.falseTakeovers += slowTakeovers
     }
@@ -131,9 +131,8 @@ struct TakeoverBench {
     static func longestTransaction(in shared: SharedDirectory) -> Double {
         var longest = 0.0
         for name in ["host", "ext"] {
-            let text =
-                (try? String(contentsOfFile: shared.logsPath + "/\(name).jsonl", encoding: .utf8)) ?? ""
-            for line in text.split(separator: "\n") where line.contains("\"exited\"") {
+            for line in ParticipantLogReader.lines(directory: shared, name: name)
+            where line.contains("\"exited\"") {
                 let value = (try? JSONObject(parsingObject: String(line)))?["longestTransactionMs"]?
                     .doubleValue
                 longest = max(longest, value ?? 0)

@@ -11,23 +11,27 @@ extension ChaosRun {
         try checkNoCrash(round: round)
         try checkTakeovers(round: round)
         guard let store else { return }
-        let (recorded, commits, integrity) = try store.read {
-            (try $0.leaseHistory(), try $0.commitLog(), try $0.integrityCheck())
+        let (recorded, commits, folded, integrity) = try store.read {
+            (try $0.leaseHistory(), try $0.commitLog(), try $0.leaseHistoryFold(), try $0.integrityCheck())
         }
         let history = LeaseHistory.fold(recorded, record: HeartbeatRecord.read(at: shared.writerLockPath))
-        try Self.checkStore(round: round, history: history, commits: commits, integrity: integrity)
+        try Self.checkStore(
+            round: round, history: history, commits: commits, folded: folded, integrity: integrity)
     }
 
     /// The lease history is sound (no overlap, epochs increase), every commit came from the holder
     /// of its epoch (every writer in a chaos run goes through the lease, so an unleased commit is
-    /// a violation), and `integrity_check` said ok.
-    static func checkStore(round: Int, history: [LeaseRecord], commits: [CommitRecord], integrity: String)
-        throws
-    {
+    /// a violation), the intervals folded out of the history had no violation, and
+    /// `integrity_check` said ok.
+    static func checkStore(
+        round: Int, history: [LeaseRecord], commits: [CommitRecord], folded: LeaseHistoryFold? = nil,
+        integrity: String
+    ) throws {
         if let violation = LeaseAudit.check(history).first {
             throw ChaosViolation(round: round, invariant: "lease history", detail: violation.description)
         }
-        if let violation = LeaseAudit.checkCommits(commits, history: history, strict: true).violations.first {
+        let audit = LeaseAudit.audit(history: history, commits: commits, folded: folded, strict: true)
+        if let violation = audit.violations.first {
             throw ChaosViolation(
                 round: round, invariant: "commits under the lease", detail: violation.description)
         }

@@ -1,3 +1,4 @@
+import BatonCoordinator
 import BatonServer
 import BatonStore
 import Foundation
@@ -106,31 +107,19 @@ struct ChaosViolation: Error, CustomStringConvertible {
     var description: String { "round \(round): \(invariant): \(detail)" }
 }
 
-/// Reads a participant's JSON-lines log as it grows (the same file across restarts).
+/// Reads a participant's JSON-lines log as it grows (the same file across restarts, and across
+/// rotations: the rest of a rotated file is read before the new one).
 final class LogTail: Sendable {
-    let path: String
-    private let state = Mutex<(offset: UInt64, partial: String, events: [JSONObject])>((0, "", []))
+    private let reader: ParticipantLogReader
+    private let state = Mutex<[JSONObject]>([])
 
-    init(path: String) { self.path = path }
+    init(path: String) { reader = ParticipantLogReader(path: path) }
 
     /// Every event so far, reading what was appended since the last call.
     func events() -> [JSONObject] {
-        state.withLock { state in
-            if let handle = FileHandle(forReadingAtPath: path) {
-                defer { try? handle.close() }
-                if (try? handle.seek(toOffset: state.offset)) != nil, let data = try? handle.readToEnd() {
-                    state.offset += UInt64(data.count)
-                    let text = state.partial + String(decoding: data, as: UTF8.self)
-                    var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-                    state.partial = String(lines.removeLast())
-                    for line in lines where !line.isEmpty {
-                        if let event = try? JSONObject(parsingObject: String(line)) {
-                            state.events.append(event)
-                        }
-                    }
-                }
-            }
-            return state.events
+        state.withLock { events in
+            events += reader.newEvents()
+            return events
         }
     }
 

@@ -211,9 +211,9 @@ public final class DemoRun: @unchecked Sendable {
             logs: logs)
     }
 
+    /// A participant's log events, the rotated file's included.
     static func readLog(_ shared: SharedDirectory, _ name: String) -> [JSONObject] {
-        let text = (try? String(contentsOfFile: shared.logsPath + "/\(name).jsonl", encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").compactMap { try? JSONObject(parsingObject: String($0)) }
+        ParticipantLogReader.events(directory: shared, name: name)
     }
 
     /// Waits (on inotify events in the shared directory, never by polling) until `condition`

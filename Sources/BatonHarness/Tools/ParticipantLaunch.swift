@@ -22,6 +22,8 @@ public struct ParticipantLaunch: Sendable {
     public var stopDeadline: Double = 5
     public var leaseTerm: Double = 2
     public var busyTimeout: Double = 10
+    /// Bytes at which the participant's log rotates.
+    public var logLimit: Int64 = ParticipantLog.defaultLimit
     /// Testing only: while this file exists, store writes fail as its first line says.
     public var storageFaultFile: String?
 
@@ -54,6 +56,9 @@ public struct ParticipantLaunch: Sendable {
         try within(leaseTerm, 0.1...3600, "--lease-term")
         try within(busyTimeout, 0...3600, "--busy-timeout")
         try within(retryDelay, 0...3600, "--retry-delay")
+        guard logLimit >= ParticipantLog.minimumLimit else {
+            throw CLIError(message: "--log-limit must be at least \(ParticipantLog.minimumLimit) bytes")
+        }
         if let batchSize = specs.batchSize, !(1...2000).contains(batchSize) {
             throw CLIError(message: "--batch-size must be between 1 and 2000")
         }
@@ -81,7 +86,7 @@ public struct ParticipantLaunch: Sendable {
                 name: name, role: role, priority: priority, syncs: syncs, initialLifecycle: initialLifecycle,
                 stopDeadline: .milliseconds(Int(stopDeadline * 1000)),
                 retryDelay: retryDelay > 0 ? .milliseconds(Int(retryDelay * 1000)) : nil,
-                leaseTerm: .milliseconds(Int(leaseTerm * 1000))),
+                leaseTerm: .milliseconds(Int(leaseTerm * 1000)), logLimit: logLimit),
             directory: store.directory, store: store, manager: manager, logger: logger)
         let group = ServiceGroup(
             services: [participant], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

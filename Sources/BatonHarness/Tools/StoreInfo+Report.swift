@@ -20,6 +20,32 @@ extension StoreInfo {
                 lines.append("  \(soup.name)  \(soup.count) records  [\(indexes)]")
             }
         }
+        lines.append("lease history:   \(info.leaseHistory.line)")
+        lines.append("commit log:      \(info.leaseHistory.commitLog) commits")
+        if info.logs.isEmpty {
+            lines.append("logs:            none")
+        } else {
+            let total = info.logs.reduce(0) { $0 + $1.bytes }
+            lines.append("logs:            \(ByteCount.text(total)) in \(info.logs.count) file(s)")
+            let width = info.logs.map(\.name.count).max() ?? 0
+            for file in info.logs {
+                lines.append(
+                    "  \(file.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(ByteCount.text(file.bytes))"
+                )
+            }
+        }
         return lines
+    }
+}
+
+extension LeaseHistorySize {
+    /// The history's size in one line: `120 intervals (limit 10000); 9880 folded (epochs
+    /// 1-9880, 0 violations)`.
+    public var line: String {
+        var text = "\(intervals) interval\(intervals == 1 ? "" : "s") (limit \(limit))"
+        if let first = foldedFirstEpoch, let last = foldedLastEpoch {
+            text += "; \(folded) folded (epochs \(first)-\(last), \(foldedViolations) violation(s))"
+        }
+        return text
     }
 }

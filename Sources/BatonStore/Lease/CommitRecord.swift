@@ -32,10 +32,15 @@ public struct CommitRecord: Sendable, Hashable {
 extension StoreReader {
     /// The commit log, oldest first (at most ``CommitRecord/retained`` + ``CommitRecord/trimInterval`` rows).
     public func commitLog() throws -> [CommitRecord] {
-        try Row.fetchAll(db, sql: "SELECT * FROM commit_log ORDER BY seq").map { row in
-            CommitRecord(
-                sequence: row["seq"], epoch: row["epoch"], fencedEpoch: row["fencedEpoch"], pid: row["pid"],
-                at: row["at"])
-        }
+        try Row.fetchAll(db, sql: "SELECT * FROM commit_log ORDER BY seq").map(CommitRecord.init(row:))
+    }
+}
+
+extension CommitRecord {
+    /// A row of `commit_log`.
+    init(row: Row) {
+        self.init(
+            sequence: row["seq"], epoch: row["epoch"], fencedEpoch: row["fencedEpoch"], pid: row["pid"],
+            at: row["at"])
     }
 }

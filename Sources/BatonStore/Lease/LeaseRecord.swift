@@ -29,6 +29,15 @@ public struct LeaseRecord: Sendable, Hashable, Codable {
     }
 }
 
+extension LeaseRecord {
+    /// A row of `lease_history`.
+    init(row: Row) {
+        self.init(
+            epoch: row["epoch"], name: row["name"], pid: row["pid"], acquired: row["acquired"],
+            released: row["released"], releaseKind: row["releaseKind"])
+    }
+}
+
 extension StoreReader {
     /// The current lease epoch (0 before anyone took it).
     public func leaseEpoch() throws -> Int64 {
@@ -47,14 +56,11 @@ extension StoreReader {
         try Row.fetchOne(
             db, sql: "SELECT * FROM lease_history WHERE released IS NULL ORDER BY epoch DESC LIMIT 1"
         )
-        .map { row in
-            LeaseRecord(
-                epoch: row["epoch"], name: row["name"], pid: row["pid"], acquired: row["acquired"],
-                released: row["released"], releaseKind: row["releaseKind"])
-        }
+        .map(LeaseRecord.init(row:))
     }
 
-    /// The whole lease history, oldest first.
+    /// The whole lease history, oldest first: the intervals not folded into
+    /// ``leaseHistoryFold()`` (at most ``leaseHistoryLimit()``).
     public func leaseHistory() throws -> [LeaseRecord] {
         try leaseHistory(from: 0)
     }
@@ -63,19 +69,15 @@ extension StoreReader {
     public func leaseHistory(from epoch: Int64) throws -> [LeaseRecord] {
         try Row.fetchAll(
             try cached("SELECT * FROM lease_history WHERE epoch >= ? ORDER BY epoch"), arguments: [epoch]
-        ).map { row in
-            LeaseRecord(
-                epoch: row["epoch"], name: row["name"], pid: row["pid"], acquired: row["acquired"],
-                released: row["released"], releaseKind: row["releaseKind"])
-        }
+        ).map(LeaseRecord.init(row:))
     }
 }
 
 extension StoreTransaction {
     /// Records that `name` (process `pid`) holds the writer lease under `epoch` (higher than the
-    /// store's): closes the interval before it as `closing` says (if still open) and appends the
-    /// history row. Call only while holding the lease lock; a ``LeaseFence`` does, in its first
-    /// write.
+    /// store's): closes the interval before it as `closing` says (if still open), appends the
+    /// history row, and folds the oldest intervals when the history passes its limit. Call only
+    /// while holding the lease lock; a ``LeaseFence`` does, in its first write.
     package func recordLeaseEpoch(
         _ epoch: Int64, name: String, pid: Int32, acquired: Int64, closing: LeaseClosing
     ) throws {
@@ -85,6 +87,7 @@ extension StoreTransaction {
         ).execute(arguments: [min(closing.at, acquired), closing.kind.rawValue, closing.epoch])
         try cached("INSERT INTO lease_history (epoch, name, pid, acquired) VALUES (?, ?, ?, ?)")
             .execute(arguments: [epoch, name, pid, acquired])
+        try foldLeaseHistory()
     }
 
     /// Records the next epoch for `name` right now, closing the one before as taken over (tests

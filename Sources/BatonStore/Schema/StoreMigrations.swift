@@ -99,6 +99,36 @@ enum StoreMigrations {
                 try StoreTransaction.addIndexes(soup, existing: [], db: db)
             }
         }
+        // A bounded lease history: store-wide settings (the history's limit, which every process
+        // folds by), the summary that the oldest intervals are folded into, and the problems the
+        // audit found in them when they were folded (the first ones, kept for `lease check`).
+        migrator.registerMigration("v4-lease-history-fold") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE store_setting (
+                        name TEXT PRIMARY KEY,
+                        value INTEGER NOT NULL
+                    );
+                    CREATE TABLE lease_history_fold (
+                        id INTEGER PRIMARY KEY CHECK (id = 1),
+                        firstEpoch INTEGER NOT NULL,
+                        lastEpoch INTEGER NOT NULL,
+                        intervals INTEGER NOT NULL,
+                        firstAcquired INTEGER NOT NULL,
+                        lastReleased INTEGER,
+                        commits INTEGER NOT NULL,
+                        commitsOutsideLease INTEGER NOT NULL,
+                        violations INTEGER NOT NULL,
+                        strictViolations INTEGER NOT NULL
+                    );
+                    CREATE TABLE lease_history_fold_problem (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        epoch INTEGER NOT NULL,
+                        problem TEXT NOT NULL,
+                        strictOnly INTEGER NOT NULL
+                    );
+                    """)
+        }
         return migrator
     }
 }

@@ -11,7 +11,9 @@ extension LeaseCommand {
                 current at the time. A commit by a process that did not hold that epoch, a commit \
                 fenced by a stale epoch, or one made after its holder released the lease fails the \
                 check. Commits made outside any lease (for instance by `baton store upsert`) are \
-                counted, and fail the check only with --strict.
+                counted, and fail the check only with --strict. Intervals folded out of the history \
+                (`baton lease limit`) were checked, with their commits, when they were folded: what \
+                was found then fails the check as before.
                 """)
 
         @OptionGroup var directory: DirectoryOptions

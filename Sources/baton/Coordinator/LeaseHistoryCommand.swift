@@ -8,7 +8,9 @@ extension LeaseCommand {
             abstract: "Every lease interval: epoch, holder, pid, acquired, released.",
             discussion: """
                 Times are ISO 8601 in UTC with milliseconds; with --json they are numbers, \
-                milliseconds since 1970.
+                milliseconds since 1970. Past the history's limit (`baton lease limit`) the oldest \
+                intervals are folded into one summary row, shown first: their epochs, how many, \
+                and the violations the audit found in them.
                 """)
 
         @OptionGroup var directory: DirectoryOptions
@@ -16,11 +18,11 @@ extension LeaseCommand {
 
         func run() throws {
             let store = try directory.openStore(create: false)
-            let history = try LeaseHistory.read(store: store, directory: store.directory)
+            let (history, folded) = try LeaseHistory.readWithFold(store: store, directory: store.directory)
             if json {
-                try CLIOutput.json(history)
+                try CLIOutput.json(LeaseReport.entries(history, folded: folded))
             } else {
-                for line in LeaseReport.table(history) { CLIOutput.line(line) }
+                for line in LeaseReport.table(history, folded: folded) { CLIOutput.line(line) }
             }
         }
     }

@@ -12,7 +12,8 @@ struct ParticipantCommand: AsyncParsableCommand {
             The participant follows D/lifecycle/NAME: foreground takes the writer lease (highest \
             priority first), restarts stopped syncs and runs the configured ones; background stops \
             them and hands the lease over. Change it with `baton signal` or `echo background > \
-            D/lifecycle/NAME`. Events go to D/logs/NAME.jsonl, state to D/participants/NAME.json.
+            D/lifecycle/NAME`. Events go to D/logs/NAME.jsonl (rotated to NAME.jsonl.1 at --log-limit), \
+            state to D/participants/NAME.json.
             The token may also come from the BATON_TOKEN environment variable.
             """
     )
@@ -75,6 +76,12 @@ struct ParticipantCommand: AsyncParsableCommand {
     )
     var busyTimeout: Double = 10
     @Option(
+        name: .customLong("log-limit"),
+        help: ArgumentHelp(
+            "The size at which D/logs/NAME.jsonl rotates to NAME.jsonl.1 (one old file kept): bytes, or with K, M or G (powers of 1024).",
+            valueName: "size"))
+    var logLimit: String = "8M"
+    @Option(
         name: .customLong("storage-fault-file"),
         help: ArgumentHelp(
             "Testing only: while this file exists, store writes fail as its first line says: disk-full (writes that need room fail with SQLITE_FULL), or full, ioerr, interrupt, busy (every write fails so).",
@@ -87,6 +94,9 @@ struct ParticipantCommand: AsyncParsableCommand {
         }
         guard token ?? ProcessInfo.processInfo.environment["BATON_TOKEN"] != nil else {
             throw ValidationError("give the server's token with --token or BATON_TOKEN")
+        }
+        guard ByteCount.parse(logLimit) != nil else {
+            throw ValidationError("--log-limit must be a size in bytes, such as 65536, 64K or 8M")
         }
         do { try launch.validate() } catch let error as CLIError { throw ValidationError(error.message) }
     }
@@ -106,6 +116,7 @@ struct ParticipantCommand: AsyncParsableCommand {
         launch.stopDeadline = stopDeadline
         launch.leaseTerm = leaseTerm
         launch.busyTimeout = busyTimeout
+        launch.logLimit = ByteCount.parse(logLimit) ?? ParticipantLog.defaultLimit
         launch.storageFaultFile = storageFaultFile
         return launch
     }

@@ -5,7 +5,8 @@ import BatonStore
 struct StoreInfoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "info",
-        abstract: "Show soups, record counts, the change sequence and an integrity check.",
+        abstract:
+            "Show soups, record counts, the change sequence, an integrity check, and the sizes of the lease history, the commit log and the logs.",
         discussion: "Read-only and safe while participants run: it never waits for the writer."
     )
 
