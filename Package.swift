@@ -156,3 +156,30 @@ if ProcessInfo.processInfo.environment["BATON_DOCS"] != nil {
     package.dependencies.append(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
 }
+
+// The libFuzzer targets (Scripts/fuzz.sh sets BATON_FUZZ=1 and builds them with
+// `-sanitize=fuzzer,address` into .build-fuzz): only when asked, like the docs plugin.
+if ProcessInfo.processInfo.environment["BATON_FUZZ"] != nil {
+    package.targets.append(.target(name: "FuzzDriver", path: "Fuzz/Driver"))
+    package.targets.append(.target(name: "FuzzSupport", dependencies: ["FuzzDriver"], path: "Fuzz/Support"))
+    let fuzzTargets: [(name: String, directory: String, dependencies: [Target.Dependency])] = [
+        ("FuzzJSON", "json", ["BatonJSON"]),
+        ("FuzzJSONScanner", "json-scanner", ["BatonJSON"]),
+        ("FuzzSOQL", "soql", ["SOQL"]),
+        ("FuzzDateTime", "datetime", ["SOQL"]),
+        ("FuzzLifecycle", "lifecycle", ["BatonCoordinator"]),
+        ("FuzzLeaseRecord", "lease-record", ["BatonCoordinator"]),
+        ("FuzzParticipantStatus", "participant-status", ["BatonCoordinator"]),
+        ("FuzzSchema", "schema", ["BatonServer"]),
+        (
+            "FuzzServerRequest", "server-request",
+            ["BatonServer", .product(name: "HummingbirdTesting", package: "hummingbird")]
+        ),
+    ]
+    for target in fuzzTargets {
+        package.targets.append(
+            .executableTarget(
+                name: target.name, dependencies: ["FuzzSupport"] + target.dependencies,
+                path: "Fuzz/Targets/\(target.directory)"))
+    }
+}

@@ -365,6 +365,9 @@ struct JSONParser {
         let text = String(decoding: digits, as: UTF8.self)
         if isInteger, let value = Int64(text) { return .int(value) }
         guard let value = Double(text) else { throw fail("invalid number") }
+        // JSON has no infinity: a number too large for a double is refused (it would print as
+        // null, and read back as another value), at its first byte.
+        guard value.isFinite else { throw JSONParseError(offset: start, reason: "number out of range") }
         return .double(value)
     }
 
