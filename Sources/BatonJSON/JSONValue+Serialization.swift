@@ -265,20 +265,7 @@ struct JSONParser {
                 case UInt8(ascii: "r"): scratch.append(0x0D)
                 case UInt8(ascii: "t"): scratch.append(0x09)
                 case UInt8(ascii: "u"):
-                    var scalar = try parseHex4()
-                    if (0xD800...0xDBFF).contains(scalar) {
-                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
-                            bytes[index + 1] == UInt8(ascii: "u")
-                        else { throw fail("unpaired surrogate") }
-                        index += 2
-                        let low = try parseHex4()
-                        guard (0xDC00...0xDFFF).contains(low) else { throw fail("invalid surrogate pair") }
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    } else if (0xDC00...0xDFFF).contains(scalar) {
-                        throw fail("unpaired surrogate")
-                    }
-                    guard let unicode = Unicode.Scalar(scalar) else { throw fail("invalid escape") }
-                    scratch.append(contentsOf: Array(String(Character(unicode)).utf8))
+                    scratch.append(contentsOf: Array(String(Character(try unicodeEscape())).utf8))
                 default: throw fail("invalid escape")
                 }
             default:
@@ -411,23 +398,65 @@ struct JSONParser {
 
     /// Moves past a string (at its opening quote) without decoding it; returns whether it holds
     /// an escape.
+    /// Moves past a string, checking it as ``parseString()`` does (its escapes and its UTF-8)
+    /// without building it; returns whether it has escapes.
     mutating func skipString() throws -> Bool {
         index += 1
         var escaped = false
+        var runStart = index
         while index < bytes.count {
             index = firstSpecial(from: index)
             guard index < bytes.count else { break }
             let byte = bytes[index]
-            if byte == UInt8(ascii: "\\") {
-                escaped = true
-                index += 2
-                continue
+            if byte < 0x20 { throw fail("control character in string") }
+            // A plain run ends here: valid UTF-8 on its own (escapes only ever add whole
+            // characters, so checking runs apart is checking the string).
+            let run = UnsafeBufferPointer(rebasing: bytes[runStart..<index])
+            if !Self.isASCII(run), String(validating: run, as: UTF8.self) == nil {
+                throw JSONParseError(offset: runStart, reason: "invalid UTF-8")
             }
             index += 1
             if byte == UInt8(ascii: "\"") { return escaped }
-            if byte < 0x20 { throw fail("control character in string") }
+            escaped = true
+            try skipEscape()
+            runStart = index
         }
         throw fail("unterminated string")
+    }
+
+    /// Moves past the escape after a backslash, checking it as ``parseString()`` does.
+    mutating func skipEscape() throws {
+        guard index < bytes.count else { throw fail("unexpected end of input") }
+        let escape = bytes[index]
+        index += 1
+        switch escape {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+            UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+            return
+        case UInt8(ascii: "u"):
+            _ = try unicodeEscape()
+        default:
+            throw fail("invalid escape")
+        }
+    }
+
+    /// The scalar of a `\u` escape whose four hex digits start at `index`, with the low half
+    /// of a surrogate pair when it is the high half.
+    mutating func unicodeEscape() throws -> Unicode.Scalar {
+        var scalar = try parseHex4()
+        if (0xD800...0xDBFF).contains(scalar) {
+            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
+                bytes[index + 1] == UInt8(ascii: "u")
+            else { throw fail("unpaired surrogate") }
+            index += 2
+            let low = try parseHex4()
+            guard (0xDC00...0xDFFF).contains(low) else { throw fail("invalid surrogate pair") }
+            scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+        } else if (0xDC00...0xDFFF).contains(scalar) {
+            throw fail("unpaired surrogate")
+        }
+        guard let unicode = Unicode.Scalar(scalar) else { throw fail("invalid escape") }
+        return unicode
     }
 
     /// Moves past any value; scalars are checked without being converted.
