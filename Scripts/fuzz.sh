@@ -85,13 +85,15 @@ dictionary=()
 log="$scratch/logs/$target-$(date -u +%Y%m%dT%H%M%SZ).log"
 mkdir -p "$(dirname "$log")"
 echo "fuzz: running $target for $seconds s (log: $log)" >&2
+started=$(date +%s)
 set +e
 "$binary" "$corpus" "$seeds" -max_total_time="$seconds" -print_final_stats=1 -timeout=10 \
     -rss_limit_mb=4096 -artifact_prefix="$artifacts" "${dictionary[@]}" "$@" 2>&1 | tee "$log" | grep -E '^#[0-9]+.*(pulse|DONE)|^==|ERROR|invariant|Fatal|artifact|stat::' >&2
 status=${PIPESTATUS[0]}
 set -e
+elapsed=$(($(date +%s) - started))
 runs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' | tail -1)
 speed=$(grep -Eo 'stat::average_exec_per_sec: *[0-9]+' "$log" | grep -Eo '[0-9]+$' | tail -1)
 coverage=$(grep -Eo '^#[0-9]+.*cov: [0-9]+' "$log" | tail -1 | grep -Eo 'cov: [0-9]+' | grep -Eo '[0-9]+')
-echo "fuzz: $target: ${runs:-?} inputs in $seconds s, ${speed:-?}/s, coverage ${coverage:-?} edges, corpus $(ls "$corpus" | wc -l) files, exit $status"
+echo "fuzz: $target: ${runs:-?} inputs in $elapsed s, ${speed:-?}/s, coverage ${coverage:-?} edges, corpus $(ls "$corpus" | wc -l) files, exit $status"
 exit "$status"

@@ -13,8 +13,13 @@ extension SOQLQuery {
         fields.contains { $0.fieldName?.caseInsensitiveCompare(field) == true }
     }
 
-    /// The query with each of `fields` appended to the select list unless already there.
+    /// True when the query is `SELECT COUNT() …`: it answers a number, not records.
+    public var isCount: Bool { fields.contains(.count) }
+
+    /// The query with each of `fields` appended to the select list unless already there. A
+    /// `COUNT()` query, which must stay alone in its list, is returned as it is.
     public func addingFields(_ names: [String]) -> SOQLQuery {
+        guard !isCount else { return self }
         var copy = self
         for name in names where !copy.selects(name) { copy.fields.append(.field(name)) }
         return copy

@@ -1,4 +1,5 @@
 import BatonREST
+import BatonSync
 import BatonTestSupport
 import Testing
 
@@ -20,6 +21,16 @@ struct SoqlTargetTests {
 
             let small = try SoqlSyncDownTarget(client: client, query: "SELECT Id FROM Account", batchSize: 50)
             #expect(try await small.startFetch(maxTimeStamp: -1, inclusive: false).records.count == 50)
+        }
+    }
+
+    @Test("a query that counts records (SELECT COUNT()) is refused as a sync down target, naming why")
+    func countRefused() throws {
+        let client = RESTClient(baseURL: "http://127.0.0.1:1", token: "t")
+        #expect {
+            try SoqlSyncDownTarget(client: client, query: "SELECT COUNT() FROM Account")
+        } throws: { error in
+            (error as? SyncError)?.code == .invalidTarget && "\(error)".contains("COUNT()")
         }
     }
 }

@@ -12,6 +12,7 @@
 import BatonJSON
 import Dispatch
 import FuzzSupport
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging

@@ -30,6 +30,12 @@ public struct SoqlSyncDownTarget: SyncDownTarget {
         } catch let error as SOQLError {
             throw SyncError(.invalidTarget, "the sync down query is not valid SOQL: \(error)")
         }
+        if parsed.isCount {
+            throw SyncError(
+                .invalidTarget,
+                "the sync down query counts records (SELECT COUNT()) instead of selecting them; select the fields to sync"
+            )
+        }
         if let batchSize, !(1...2000).contains(batchSize) {
             throw SyncError(.invalidTarget, "batch size must be between 1 and 2000, not \(batchSize)")
         }
