@@ -93,7 +93,7 @@ struct Lexer {
                     Token(kind: .string, text: value, raw: String(chars[start..<i]), position: start))
                 continue
             }
-            if c.isNumber || (c == "-" && i + 1 < chars.count && chars[i + 1].isNumber) {
+            if c.isASCIIDigit || (c == "-" && i + 1 < chars.count && chars[i + 1].isASCIIDigit) {
                 if let token = try lexDateOrNumber(chars, &i) {
                     tokens.append(token)
                     continue
@@ -121,7 +121,7 @@ struct Lexer {
         let start = i
         func digits(_ count: Int, at index: Int) -> Bool {
             guard index + count <= chars.count else { return false }
-            return chars[index..<index + count].allSatisfy { $0.isASCII && $0.isNumber }
+            return chars[index..<index + count].allSatisfy(\.isASCIIDigit)
         }
         if digits(4, at: i), i + 4 < chars.count, chars[i + 4] == "-", digits(2, at: i + 5),
             i + 7 < chars.count,
@@ -130,7 +130,7 @@ struct Lexer {
             i += 10
             if i < chars.count, chars[i] == "T" {
                 i += 1
-                while i < chars.count, chars[i].isASCII, chars[i].isNumber || ":.+-Z".contains(chars[i]) {
+                while i < chars.count, chars[i].isASCIIDigit || ":.+-Z".contains(chars[i]) {
                     i += 1
                 }
                 let text = String(chars[start..<i])
@@ -143,10 +143,18 @@ struct Lexer {
             return Token(kind: .date, text: text, raw: text, position: start)
         }
         if chars[i] == "-" { i += 1 }
-        while i < chars.count, chars[i].isASCII, chars[i].isNumber { i += 1 }
-        if i < chars.count, chars[i] == ".", i + 1 < chars.count, chars[i + 1].isNumber {
+        let digitsStart = i
+        while i < chars.count, chars[i].isASCIIDigit { i += 1 }
+        // Every path here consumes a digit (the caller saw one): a lexer that does not move on
+        // would loop for ever.
+        guard i > digitsStart else {
+            throw SOQLError(
+                position: start, token: String(chars[start...min(i, chars.count - 1)]),
+                message: "invalid number")
+        }
+        if i < chars.count, chars[i] == ".", i + 1 < chars.count, chars[i + 1].isASCIIDigit {
             i += 1
-            while i < chars.count, chars[i].isASCII, chars[i].isNumber { i += 1 }
+            while i < chars.count, chars[i].isASCIIDigit { i += 1 }
         }
         if i < chars.count, chars[i].isLetter {
             throw SOQLError(position: start, token: String(chars[start...i]), message: "invalid number")
@@ -154,4 +162,10 @@ struct Lexer {
         let text = String(chars[start..<i])
         return Token(kind: .number, text: text, raw: text, position: start)
     }
+}
+
+extension Character {
+    /// `0` to `9` only: `isNumber` is true for any Unicode number, and for a digit followed by a
+    /// combining mark, which the lexer's number scan (ASCII) would not move past.
+    var isASCIIDigit: Bool { asciiValue.map { (48...57).contains($0) } ?? false }
 }

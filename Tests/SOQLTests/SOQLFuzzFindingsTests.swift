@@ -13,4 +13,19 @@ struct SOQLFuzzFindingsTests {
         #expect(try SOQLQuery(parsing: mutated.soql) == mutated)
         #expect(!(try SOQLQuery(parsing: "SELECT Id FROM Account").isCount))
     }
+
+    @Test(
+        "a digit with a combining mark, or any other non-ASCII number, is an error at its position, never an endless scan",
+        arguments: [
+            "SELECT Id FROM Account WHERE Amount > 2\u{0338}", "Sa 2\u{0338}ELCT",
+            "SELECT Id FROM A WHERE x = \u{0663}", "SELECT Id FROM A LIMIT -\u{0338}1",
+        ])
+    func nonASCIIDigits(_ text: String) throws {
+        #expect {
+            try SOQLQuery(parsing: text)
+        } throws: { error in
+            guard let error = error as? SOQLError else { return false }
+            return error.position >= 0 && error.position <= text.count
+        }
+    }
 }
