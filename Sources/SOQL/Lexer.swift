@@ -62,7 +62,11 @@ struct Lexer {
                     let d = chars[i]
                     if d == "\\" {
                         guard i + 1 < chars.count else { break }
-                        let e = chars[i + 1]
+                        // The escape is the first scalar after the backslash: combining marks
+                        // that follow it join its Character ('r' and U+032E are one), and are
+                        // the string's own text.
+                        var scalars = chars[i + 1].unicodeScalars[...]
+                        let e = Character(scalars.removeFirst())
                         switch e {
                         case "n": value.append("\n")
                         case "t": value.append("\t")
@@ -71,8 +75,10 @@ struct Lexer {
                             value.append(e == "%" || e == "_" ? "\\" + String(e) : String(e))
                         default:
                             throw SOQLError(
-                                position: i, token: "\\" + String(e), message: "invalid escape sequence")
+                                position: i, token: "\\" + String(chars[i + 1]),
+                                message: "invalid escape sequence")
                         }
+                        value.unicodeScalars.append(contentsOf: scalars)
                         i += 2
                         continue
                     }

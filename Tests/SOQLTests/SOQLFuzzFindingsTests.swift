@@ -28,4 +28,14 @@ struct SOQLFuzzFindingsTests {
             return error.position >= 0 && error.position <= text.count
         }
     }
+
+    @Test(
+        "a combining mark after an escaped character stays text of the string: the query prints and reads back the same",
+        arguments: ["a\r\u{032E}b", "\n\u{0301}", "it\u{2019}s \t\u{0308}", "'\u{0301}", "\\\u{0301}%"])
+    func combiningAfterEscape(_ value: String) throws {
+        let query = try SOQLQuery(
+            parsing: "SELECT Id FROM Account WHERE Name = \(Literal.string(value).soql)")
+        #expect(try SOQLQuery(parsing: query.soql) == query)
+        #expect(query.soql.contains(Literal.string(value).soql))
+    }
 }
