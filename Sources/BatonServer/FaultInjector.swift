@@ -10,6 +10,9 @@ public struct FaultSettings: Sendable, Hashable, Codable {
     public var errorRate = 0.0
     /// The next N data requests get a 503.
     public var failNext = 0
+    /// The next N data requests are let through before the counted faults (`failNext`,
+    /// `dropConnectionNext`, `dropAfterCommitNext`) start: "fail the second page" without a race.
+    public var passNext = 0
     /// The next N data requests have their connection dropped mid-response.
     public var dropConnectionNext = 0
     /// Probability of dropping the connection mid-response.
@@ -73,17 +76,10 @@ final class FaultInjector: Sendable {
     /// Decides the fault for one data request; `isWrite` requests may get `dropAfterCommit`.
     func decide(isWrite: Bool) -> FaultDecision {
         state.withLock { state in
-            if state.settings.failNext > 0 {
-                state.settings.failNext -= 1
-                return .fail
-            }
-            if state.settings.dropConnectionNext > 0 {
-                state.settings.dropConnectionNext -= 1
-                return .dropConnection
-            }
-            if isWrite, state.settings.dropAfterCommitNext > 0 {
-                state.settings.dropAfterCommitNext -= 1
-                return .dropAfterCommit
+            if state.settings.passNext > 0 {
+                state.settings.passNext -= 1
+            } else if let counted = Self.takeCounted(&state.settings, isWrite: isWrite) {
+                return counted
             }
             if state.settings.errorRate > 0, state.rng.nextUnit() < state.settings.errorRate { return .fail }
             if state.settings.dropConnectionRate > 0, state.rng.nextUnit() < state.settings.dropConnectionRate
@@ -97,5 +93,22 @@ final class FaultInjector: Sendable {
             }
             return .none
         }
+    }
+
+    /// The counted fault due now, if any, counted down.
+    private static func takeCounted(_ settings: inout FaultSettings, isWrite: Bool) -> FaultDecision? {
+        if settings.failNext > 0 {
+            settings.failNext -= 1
+            return .fail
+        }
+        if settings.dropConnectionNext > 0 {
+            settings.dropConnectionNext -= 1
+            return .dropConnection
+        }
+        if isWrite, settings.dropAfterCommitNext > 0 {
+            settings.dropAfterCommitNext -= 1
+            return .dropAfterCommit
+        }
+        return nil
     }
 }

@@ -20,6 +20,20 @@ struct FaultTests {
         }
     }
 
+    @Test("passNext lets that many data requests through before the counted faults start")
+    func passNext() async throws {
+        try await withLiveServer { _, client in
+            try await client.adminSetFaults(["passNext": 2, "failNext": 1])
+            for _ in 0..<2 {
+                #expect(try await client.queryFirstPage("SELECT Id FROM Account").totalSize == 0)
+            }
+            await #expect {
+                try await client.queryFirstPage("SELECT Id FROM Account")
+            } throws: { ($0 as? RESTError)?.status == 503 }
+            #expect(try await client.queryFirstPage("SELECT Id FROM Account").totalSize == 0)
+        }
+    }
+
     @Test("a connection dropped mid-response is a transport error")
     func droppedConnection() async throws {
         try await withLiveServer { _, client in

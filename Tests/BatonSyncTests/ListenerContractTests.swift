@@ -158,14 +158,12 @@ struct ListenerContractTests {
             #expect(Self.render(bad.all) == ["running 0/-1", "failed 0/-1"])
             #expect(bad.all.last?.error?.contains("SERVER_UNAVAILABLE") == true)
 
-            // Page 2's request (sent as page 1 begins saving, held 300 ms) fails on every attempt.
-            try await f.client.adminSetFaults(["latencyMs": 300])
+            // Page 1's request passes; page 2's fails on every attempt.
+            try await f.client.adminSetFaults(["passNext": 1, "failNext": 3])
             let log = UpdateLog()
             let sync = try await f.manager.syncDown(
                 target: try f.soqlTarget(batchSize: 2), soupName: "accounts", name: "midway",
                 onUpdate: log.block)
-            _ = await log.first { $0.progress == 33 }
-            try await f.client.adminSetFaults(["latencyMs": 300, "failNext": 3])
             #expect(await f.manager.waitForSync(id: sync.id)?.status == .failed)
             #expect(Self.render(log.all) == ["running 0/-1", "running 0/6", "running 33/6", "failed 33/6"])
 

@@ -164,8 +164,11 @@ extension HeavyEndToEnd {
             var after: [Double] = []
             for _ in 0..<3 { after += try await handOvers(f) }
             let median = { (values: [Double]) in values.sorted()[values.count / 2] }
+            // Reading the junk (what this guards against) costs hundreds of milliseconds a look,
+            // several looks a hand-over; a loaded machine (a sanitizer build, other jobs) moves
+            // the median of six by up to 2.2x on its own.
             #expect(
-                median(after) < 2 * median(before) + 20,
+                median(after) < 3 * median(before) + 50,
                 "hand-over median \(median(before)) ms before the junk, \(median(after)) ms after")
             let status = try await BatonProcess.run(["status", "--dir", f.dir, "--json"])
             let listed = try JSONValue(parsing: status.stdout).value(atPath: "participants")?.arrayValue ?? []
