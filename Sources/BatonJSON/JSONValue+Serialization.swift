@@ -459,12 +459,13 @@ struct JSONParser {
         return unicode
     }
 
-    /// Moves past any value; scalars are checked without being converted.
+    /// Moves past any value, checked as a parse checks it: strings and literals without being
+    /// built, numbers converted (a number too large for a double is refused either way).
     mutating func skipValue() throws {
         guard index < bytes.count else { throw fail("unexpected end of input") }
         switch bytes[index] {
         case UInt8(ascii: "\""): _ = try skipString()
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try skipNumber()
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try parseNumber()
         case UInt8(ascii: "t"): try expectLiteral("true")
         case UInt8(ascii: "f"): try expectLiteral("false")
         case UInt8(ascii: "n"): try expectLiteral("null")

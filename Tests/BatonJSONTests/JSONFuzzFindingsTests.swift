@@ -38,6 +38,7 @@ struct JSONFuzzFindingsTests {
             [0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xDD, 0xDD, 0x22, 0x7D],
             Array(#"{"a":"\uD800x"}"#.utf8),
             Array(#"{"a":"\u12G4"}"#.utf8),
+            Array(#"{"a":5,"a":5555E555555555}"#.utf8),
         ])
     func skippedValuesChecked(_ bytes: [UInt8]) throws {
         let buffer = bytes
