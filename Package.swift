@@ -30,11 +30,15 @@ let package = Package(
         .target(name: "SOQL"),
         // The clocks every part times with (wall and monotonic) and Duration conversions.
         .target(name: "BatonTime"),
+        // Locked<Value>: a Synchronization.Mutex that ThreadSanitizer can see (its annotations,
+        // weak, in a tiny C target: no-ops outside a -sanitize=thread build).
+        .target(name: "CThreadSanitizer"),
+        .target(name: "BatonLocking", dependencies: ["CThreadSanitizer"]),
         // The shared SQLite store.
         .target(
             name: "BatonStore",
             dependencies: [
-                "BatonJSON", "BatonTime",
+                "BatonLocking", "BatonJSON", "BatonTime",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -43,7 +47,7 @@ let package = Package(
         // The sync engine: SyncManager, statuses, targets protocols.
         .target(
             name: "BatonSync",
-            dependencies: ["BatonStore", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["BatonLocking", "BatonStore", .product(name: "Logging", package: "swift-log")]
         ),
         // The REST client and the Salesforce-style targets.
         .target(
@@ -57,7 +61,7 @@ let package = Package(
         .target(
             name: "BatonCoordinator",
             dependencies: [
-                "BatonStore", "BatonSync", .product(name: "Logging", package: "swift-log"),
+                "BatonLocking", "BatonStore", "BatonSync", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -65,7 +69,7 @@ let package = Package(
         .target(
             name: "BatonServer",
             dependencies: [
-                "SOQL", "BatonJSON", "BatonTime",
+                "BatonLocking", "SOQL", "BatonJSON", "BatonTime",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -77,7 +81,7 @@ let package = Package(
         .target(
             name: "BatonHarness",
             dependencies: [
-                "BatonStore", "BatonSync", "BatonREST", "BatonServer", "BatonCoordinator",
+                "BatonLocking", "BatonStore", "BatonSync", "BatonREST", "BatonServer", "BatonCoordinator",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -88,7 +92,8 @@ let package = Package(
         .executableTarget(
             name: "baton",
             dependencies: [
-                "BatonStore", "BatonSync", "BatonREST", "BatonServer", "BatonCoordinator", "BatonHarness",
+                "BatonLocking", "BatonStore", "BatonSync", "BatonREST", "BatonServer", "BatonCoordinator",
+                "BatonHarness",
                 "SOQL",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -131,11 +136,12 @@ let package = Package(
         .testTarget(name: "BatonRESTTests", dependencies: ["BatonTestSupport", "BatonREST", "BatonServer"]),
         .testTarget(
             name: "BatonSyncTests",
-            dependencies: ["BatonTestSupport", "BatonSync", "BatonREST", "BatonServer"]),
+            dependencies: ["BatonLocking", "BatonTestSupport", "BatonSync", "BatonREST", "BatonServer"]),
         .testTarget(
             name: "BatonCoordinatorTests",
             dependencies: [
-                "BatonTestSupport", "BatonCoordinator", "BatonStore", "BatonSync", "BatonREST", "BatonServer",
+                "BatonLocking", "BatonTestSupport", "BatonCoordinator", "BatonStore", "BatonSync",
+                "BatonREST", "BatonServer",
             ]),
         .testTarget(
             name: "BatonHarnessTests",
@@ -143,7 +149,8 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "BatonTestSupport", "BatonStore", "BatonREST", "BatonServer", "BatonCoordinator",
+                "BatonLocking", "BatonTestSupport", "BatonStore", "BatonREST", "BatonServer",
+                "BatonCoordinator",
                 "BatonHarness",
             ]),
     ],

@@ -1,5 +1,5 @@
 import BatonJSON
-import Synchronization
+import BatonLocking
 
 /// Faults the admin API can switch on, for tests and demos. Counters (`failNext`…) fire on the
 /// next N data requests; rates fire at random with a seeded generator, so a run repeats.
@@ -61,7 +61,7 @@ enum FaultDecision: Sendable, Equatable {
 }
 
 final class FaultInjector: Sendable {
-    private let state = Mutex<(settings: FaultSettings, rng: SplitMix64)>(
+    private let state = Locked<(settings: FaultSettings, rng: SplitMix64)>(
         (FaultSettings(), SplitMix64(seed: 1)))
 
     var settings: FaultSettings {

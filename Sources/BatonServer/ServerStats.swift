@@ -1,5 +1,5 @@
 import BatonJSON
-import Synchronization
+import BatonLocking
 
 /// Counters the admin API reports: requests served, records served per type, faults injected,
 /// write requests committed.
@@ -35,7 +35,7 @@ final class ServerStats: Sendable {
         case faultsInjected
     }
 
-    private let counts = Mutex(Counts())
+    private let counts = Locked(Counts())
 
     /// Changes the counts, then wakes the waiters whose count has been reached.
     private func count(_ change: (inout Counts) -> Void) {

@@ -1,3 +1,4 @@
+import BatonLocking
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -28,7 +29,7 @@ public final class SharedStore: Sendable {
     public let directory: SharedDirectory
     /// The connections to the store file now in use: replaced by ``reopen()`` when another store
     /// was put in place of the one opened, and closed meanwhile.
-    let current: Mutex<Connections>
+    let current: Locked<Connections>
     /// The connections, open or closed (to interrupt or close them).
     var pool: DatabasePool { current.withLock { $0.pool } }
 
@@ -64,7 +65,7 @@ public final class SharedStore: Sendable {
         faults: StorageFaults?, logger: Logger
     ) {
         self.directory = directory
-        current = Mutex(Connections(pool: pool))
+        current = Locked(Connections(pool: pool))
         self.checkpoints = checkpoints
         self.writeGuard = writeGuard
         self.faults = faults

@@ -1,6 +1,6 @@
+import BatonLocking
 import GRDB
 import GRDBSQLite
-import Synchronization
 
 /// When this process copies the WAL back into the database file.
 ///
@@ -32,7 +32,7 @@ final class WALCheckpoints: Sendable {
         var backfilled: CInt = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Installs the rule on a connection, in place of SQLite's automatic checkpoint.
     func install(on db: Database) {

@@ -1,8 +1,8 @@
 import BatonCoordinator
+import BatonLocking
 import BatonStore
 import BatonTestSupport
 import Foundation
-import Synchronization
 import Testing
 
 @Suite("Participant log rotation")
@@ -105,8 +105,8 @@ struct ParticipantLogRotationTests {
         let f = try Fixture()
         /// Whether a file operation fails, switched by the test.
         final class Failing: Sendable {
-            let on: Mutex<Bool>
-            init(_ on: Bool) { self.on = Mutex(on) }
+            let on: Locked<Bool>
+            init(_ on: Bool) { self.on = Locked(on) }
             var isOn: Bool { on.withLock { $0 } }
             func set(_ value: Bool) { on.withLock { $0 = value } }
         }

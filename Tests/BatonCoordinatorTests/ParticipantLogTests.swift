@@ -1,8 +1,8 @@
 import BatonCoordinator
+import BatonLocking
 import BatonStore
 import BatonTestSupport
 import Foundation
-import Synchronization
 import Testing
 
 @Suite("Participant log on a failing disk")
@@ -11,10 +11,10 @@ struct ParticipantLogTests {
     /// disk does), and otherwise writes them all.
     final class FailingWriter: Sendable {
         enum Failure: Sendable { case short(Int), nothing }
-        let plan: Mutex<[Int: Failure]>
-        let calls = Mutex(0)
+        let plan: Locked<[Int: Failure]>
+        let calls = Locked(0)
 
-        init(_ plan: [Int: Failure]) { self.plan = Mutex(plan) }
+        init(_ plan: [Int: Failure]) { self.plan = Locked(plan) }
 
         var writer: ParticipantLog.Writer {
             { [self] fd, pointer, count in

@@ -71,6 +71,38 @@ struct TestParticipant {
 @Suite("Participants in one process")
 struct ParticipantTests {
     @Test(
+        "participants/ replaced between claiming the name and watching the directory: the name and status are taken again",
+        .timeLimit(.minutes(1)))
+    func participantsReplacedBeforeTheWatch() async throws {
+        let bed = try await ParticipantTestBed.start()
+        let (shared, quiet, server) = (bed.shared, bed.quiet, bed.server)
+        let client = RESTClient(baseURL: server.url, token: "t")
+        let host = try TestParticipant(
+            "host", role: .host, .background, shared: shared, client: client, logger: quiet, batchSize: 200)
+        // The name is claimed (participants/host.lock); before run() watches the directory, it
+        // is moved away and made again, as a cleanup script might: no event will say so.
+        #expect(rename(shared.participantsPath, bed.temp.path + "/participants-gone") == 0)
+        try FileManager.default.createDirectory(
+            atPath: shared.participantsPath, withIntermediateDirectories: false)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await host.participant.run() }
+            try await waitUntil(shared, timeout: .seconds(20), "host to publish with its name held") {
+                status(shared, "host") != nil
+            }
+            #expect(FileManager.default.fileExists(atPath: shared.participantsPath + "/host.lock"))
+            #expect {
+                try TestParticipant(
+                    "host", role: .host, .background, shared: shared, client: client, logger: quiet,
+                    batchSize: 200)
+            } throws: { ($0 as? CoordinatorError)?.code == .nameInUse }
+            host.participant.shutdown()
+            try await group.waitForAll()
+        }
+        await server.stop()
+        withExtendedLifetime(bed) {}
+    }
+
+    @Test(
         "an extension yields the lease to the host; the extension's sync calls then name the writer",
         .timeLimit(.minutes(2)))
     func priorityYield() async throws {

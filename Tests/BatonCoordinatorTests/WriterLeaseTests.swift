@@ -1,9 +1,9 @@
 import BatonCoordinator
+import BatonLocking
 import BatonStore
 import BatonTestSupport
 import Foundation
 import Logging
-import Synchronization
 import Testing
 
 @Suite("Writer lease")
@@ -93,7 +93,7 @@ struct WriterLeaseTests {
     func holdsBack() async throws {
         let f = try Fixture()
         try f.shared.ensureSubdirectory(f.shared.participantsPath)
-        let allowed = Mutex(false)
+        let allowed = Locked(false)
         let lease = try f.lease("low")
         let (asks, asked) = AsyncStream.makeStream(of: Void.self)
         let waiting = Task {

@@ -1,17 +1,17 @@
+import BatonLocking
 import BatonREST
 import BatonServer
 import BatonStore
 import BatonSync
 import Logging
 import SOQL
-import Synchronization
 import Testing
 
 /// A sync down target that runs `beforePage(n)` before it asks for page `n` (2, 3, …): a
 /// server-side change, or a stop, that lands while the query is being paged.
 final class ChangesWhilePaging: SyncDownTarget {
     let inner: any SyncDownTarget
-    let pagesAsked = Mutex(0)
+    let pagesAsked = Locked(0)
     let beforePage: @Sendable (Int) async throws -> Void
 
     init(inner: any SyncDownTarget, beforePage: @escaping @Sendable (Int) async throws -> Void) {
@@ -82,7 +82,7 @@ struct ChangesWhilePagingTests {
     ) async throws {
         var logger = Logger(label: "test.sync")
         logger.logLevel = .warning
-        let holder = Mutex<SyncManager?>(nil)
+        let holder = Locked<SyncManager?>(nil)
         let factory = ChangesWhilePagingFactory(inner: RESTTargetFactory(client: f.client)) { page in
             guard let manager = holder.withLock({ $0 }) else { return }
             try await beforePage(manager, page)
@@ -100,7 +100,7 @@ struct ChangesWhilePagingTests {
     func completeRun() async throws {
         try await withSyncFixture { f in
             let ids = try await f.client.adminSeed(type: "Account", count: 6)
-            let touched = Mutex(false)
+            let touched = Locked(false)
             try await withManager(
                 f,
                 beforePage: { _, page in
@@ -134,8 +134,8 @@ struct ChangesWhilePagingTests {
     func stoppedRun() async throws {
         try await withSyncFixture { f in
             let ids = try await f.client.adminSeed(type: "Account", count: 6)
-            let touched = Mutex(false)
-            let stopping = Mutex(true)
+            let touched = Locked(false)
+            let stopping = Locked(true)
             let (stopped, stopDone) = AsyncStream.makeStream(of: Void.self)
             try await withManager(
                 f,

@@ -1,3 +1,4 @@
+import BatonLocking
 import BatonREST
 import BatonServer
 import BatonStore
@@ -5,7 +6,6 @@ import BatonSync
 import BatonTestSupport
 import Logging
 import SOQL
-import Synchronization
 import Testing
 
 /// SQLite-style anomaly testing for Baton's own writes: every write transaction of a sync down,
@@ -244,7 +244,7 @@ struct FaultSweep: Sendable {
 
 /// Where the sweep's write count starts (set once the scenario's setup is done).
 final class Counter: Sendable {
-    private let storage = Mutex(0)
+    private let storage = Locked(0)
     var value: Int {
         get { storage.withLock { $0 } }
         set { storage.withLock { $0 = newValue } }

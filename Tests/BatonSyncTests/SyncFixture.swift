@@ -1,10 +1,10 @@
+import BatonLocking
 import BatonREST
 import BatonServer
 import BatonStore
 import BatonSync
 import BatonTestSupport
 import Logging
-import Synchronization
 
 /// A live reference server (port 0), a store in a temp directory, and a running SyncManager.
 struct SyncFixture: Sendable {
@@ -71,7 +71,7 @@ func withSyncFixture(_ body: @Sendable (SyncFixture) async throws -> Void) async
 
 /// Collects one sync's updates and lets a test wait for a condition on them.
 final class UpdateLog: Sendable {
-    private let states = Mutex<[SyncState]>([])
+    private let states = Locked<[SyncState]>([])
     private let stream: AsyncStream<SyncState>
     private let continuation: AsyncStream<SyncState>.Continuation
 

@@ -1,8 +1,8 @@
+import BatonLocking
 import BatonREST
 import BatonStore
 import BatonSync
 import Logging
-import Synchronization
 import Testing
 
 @Suite("Sync up", .timeLimit(.minutes(5)))
@@ -295,7 +295,7 @@ struct SyncUpRaceTests {
             }
 
             // The first send finds both records edited again locally after they were read.
-            let once = Mutex(true)
+            let once = Locked(true)
             let factory = EditWhileSendingFactory(inner: RESTTargetFactory(client: f.client)) {
                 guard
                     once.withLock({ first in

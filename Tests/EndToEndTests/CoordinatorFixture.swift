@@ -96,7 +96,22 @@ final class CoordinatorFixture: @unchecked Sendable {
         try shared.ensureSubdirectory(shared.participantsPath)
         let met = try await DirectoryWatcher(root: dir, subdirectories: ["participants"])
             .wait(timeout: timeout) { condition(ParticipantStatus.readAll(in: shared)) }
-        if !met { throw ProcessTimeout(what: what) }
+        if !met {
+            // What was published, what is in the directory, and what each log said last.
+            let statuses = ParticipantStatus.readAll(in: shared).map {
+                "\($0.name) pid \($0.pid) \($0.phase.rawValue) problem \($0.problem ?? "-")"
+            }
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: shared.participantsPath)) ?? []
+            let logs = processes.keys.sorted().map { name in
+                "\(name): "
+                    + log(name).filter { $0["event"] != "sync" }.suffix(8).map { "\($0)" }.joined(
+                        separator: "\n")
+            }
+            throw ProcessTimeout(
+                what:
+                    "\(what); published: \(statuses); participants/: \(files.sorted())\n\(logs.joined(separator: "\n"))"
+            )
+        }
     }
 
     func storeInfo() async throws -> JSONValue {

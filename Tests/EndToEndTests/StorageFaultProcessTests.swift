@@ -1,15 +1,15 @@
 import BatonCoordinator
 import BatonJSON
+import BatonLocking
 import BatonREST
 import BatonStore
 import Foundation
 import Logging
-import Synchronization
 import Testing
 
 /// A continuation resumed by whichever answer comes first; later ones are dropped.
 final class FirstAnswer: Sendable {
-    private let continuation = Mutex<CheckedContinuation<Bool, Never>?>(nil)
+    private let continuation = Locked<CheckedContinuation<Bool, Never>?>(nil)
 
     func set(_ continuation: CheckedContinuation<Bool, Never>) {
         self.continuation.withLock { $0 = continuation }

@@ -1,13 +1,13 @@
+import BatonLocking
 import BatonStore
 import Foundation
-import Synchronization
 
 /// Wakes a waiting acquisition: when a participant publishes its state, when `D/writer.lock` is
 /// replaced or deleted (a takeover: the waits on the old generation are moot), when the kernel
 /// grants the lock, when `wait` times out, or when the task is cancelled.
 final class LeaseChanges: Sendable {
-    private let state = Mutex<(rings: Int, waiters: [CheckedContinuation<Void, Never>])>((0, []))
-    private let listener = Mutex<Task<Void, Never>?>(nil)
+    private let state = Locked<(rings: Int, waiters: [CheckedContinuation<Void, Never>])>((0, []))
+    private let listener = Locked<Task<Void, Never>?>(nil)
 
     init(directory: SharedDirectory) {
         guard

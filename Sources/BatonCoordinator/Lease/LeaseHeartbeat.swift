@@ -1,6 +1,6 @@
+import BatonLocking
 import BatonStore
 import Foundation
-import Synchronization
 
 /// What the lease holder writes into its lock file, renewed every quarter term: who holds it,
 /// under which epoch, when it last beat (`CLOCK_MONOTONIC`, shared by every process of the
@@ -161,7 +161,7 @@ final class LeaseHeartbeat: Sendable {
     }
 
     private let term: Duration
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let wake = DispatchSemaphore(value: 0)
     private let onLost: @Sendable () -> Void
 

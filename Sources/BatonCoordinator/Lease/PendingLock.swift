@@ -1,6 +1,6 @@
+import BatonLocking
 import BatonStore
 import Foundation
-import Synchronization
 
 /// One wait for an exclusive `flock` in the kernel on one generation of the lock file, on a
 /// thread of its own (a blocked `flock` cannot be interrupted from Swift), so the waiter is woken
@@ -9,7 +9,7 @@ import Synchronization
 final class PendingLock: Sendable {
     /// The lock file this wait is on.
     let generation: FileIdentity?
-    private let state = Mutex<(result: Result<FileLock, any Error>?, abandoned: Bool)>((nil, false))
+    private let state = Locked<(result: Result<FileLock, any Error>?, abandoned: Bool)>((nil, false))
 
     /// Starts waiting for `lock`; `onGranted` is called (on the waiting thread) when the wait ends.
     init(lock: FileLock, onGranted: @escaping @Sendable () -> Void) {

@@ -1,3 +1,4 @@
+import BatonLocking
 import BatonStore
 import Foundation
 import Logging
@@ -54,11 +55,11 @@ public final class WriterLease: Sendable {
     let heartbeat: LeaseHeartbeat
     /// The lease this process holds, if any, and the descriptor holding the lock: taking it
     /// twice returns the same epoch, and only the current holding can be released.
-    private let state = Mutex<(held: Held?, lock: FileLock?)>((nil, nil))
+    private let state = Locked<(held: Held?, lock: FileLock?)>((nil, nil))
     let temporaryFiles = Atomic<Int>(0)
     /// What wakes a waiting acquisition, set up by the first wait and kept for the lease's life
     /// (a contended turn of the lease sets nothing up).
-    private let changes = Mutex<LeaseChanges?>(nil)
+    private let changes = Locked<LeaseChanges?>(nil)
 
     private func watchChanges() -> LeaseChanges {
         changes.withLock { changes in

@@ -28,9 +28,10 @@ extension Participant {
     }
 
     /// After a rescan: if `participants/` was deleted or its lock file replaced, takes the name
-    /// again (logging when another process got it first).
-    func reclaimName() {
-        guard !nameLock.isStillAtPath else { return }
+    /// again (logging when another process got it first). Returns whether it had to.
+    @discardableResult
+    func reclaimName() -> Bool {
+        guard !nameLock.isStillAtPath else { return false }
         do {
             try directory.ensureSubdirectory(directory.participantsPath)
             let fresh = try Self.claimName(configuration.name, in: directory)
@@ -42,16 +43,21 @@ extension Participant {
             logger.error(
                 "could not take this participant's name again", metadata: ["baton.error": "\(error)"])
         }
+        return true
     }
 
     /// A change in the shared directory: re-reads what it may have changed (level-triggered)
     /// and feeds what it found. Returns true when the loop must end.
     func directoryChanged(_ change: DirectoryWatcher.Event) async -> Bool {
-        if case .rescan(let reason) = change, reason != "start" {
-            logger.warning("rescanning the shared directory", metadata: ["baton.reason": "\(reason)"])
-            log.log("rescan", ["reason": .string(reason)])
-            reclaimName()
-            if await feed(.publishRequested) { return true }
+        if case .rescan(let reason) = change {
+            if reason != "start" {
+                logger.warning("rescanning the shared directory", metadata: ["baton.reason": "\(reason)"])
+                log.log("rescan", ["reason": .string(reason)])
+            }
+            // At the start too: `participants/` may have been replaced after the name was claimed
+            // and the status published, but before the watch began (no event says so then).
+            let reclaimed = reclaimName()
+            if reason != "start" || reclaimed, await feed(.publishRequested) { return true }
         }
         if case .changed(let sub, let name) = change {
             switch sub {

@@ -1,6 +1,6 @@
+import BatonLocking
 import BatonStore
 import Foundation
-import Synchronization
 
 /// Appends JSON lines to `D/logs/<name>.jsonl`: lease, lifecycle, manager-state and sync events,
 /// each with `t` (CLOCK_MONOTONIC milliseconds, comparable across processes on one machine) and
@@ -55,7 +55,7 @@ public final class ParticipantLog: Sendable {
     }
 
     private let operations: FileOperations
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// Opens `D/logs/<name>.jsonl` for appending, creating `D/logs` and the file (mode 0600) when
     /// missing.
@@ -83,7 +83,7 @@ public final class ParticipantLog: Sendable {
         guard fd >= 0 else {
             throw CoordinatorError(.io, "cannot open log \(path): \(String(cString: strerror(errno)))")
         }
-        state = Mutex(State(fd: fd, size: Self.size(of: fd)))
+        state = Locked(State(fd: fd, size: Self.size(of: fd)))
     }
 
     deinit { _ = state.withLock { close($0.fd) } }

@@ -1,6 +1,6 @@
+import BatonLocking
 import BatonStore
 import Foundation
-import Synchronization
 
 /// Reads a participant's log, `D/logs/<name>.jsonl`, together with the file it was last rotated
 /// to, `<name>.jsonl.1` (see ``ParticipantLog``): whole lines, oldest first, across rotations.
@@ -27,7 +27,7 @@ public final class ParticipantLogReader: Sendable {
 
     /// The log's path (`D/logs/<name>.jsonl`); the rotated file is this path with `.1`.
     public let path: String
-    private let position = Mutex<Position?>(nil)
+    private let position = Locked<Position?>(nil)
 
     /// A reader of the log at `path`, from its start (the rotated file first).
     public init(path: String) {

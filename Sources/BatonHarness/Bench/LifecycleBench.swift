@@ -1,10 +1,10 @@
 import BatonCoordinator
+import BatonLocking
 import BatonREST
 import BatonStore
 import BatonSync
 import Foundation
 import Logging
-import Synchronization
 
 /// Stop latency (lifecycle file written → lease released and `isStopped()`, from the host's
 /// log) with and without a request held in flight by the server, and hand-over latency
@@ -107,7 +107,7 @@ struct LifecycleBench {
         _ matches: @escaping @Sendable (JSONObject) -> Bool
     ) async throws -> JSONObject {
         try shared.ensureSubdirectory(shared.logsPath)
-        let found = Mutex<JSONObject?>(nil)
+        let found = Locked<JSONObject?>(nil)
         let ok = try await DirectoryWatcher(
             root: shared.path, subdirectories: ["logs"], reportsModifications: true
         ).wait(timeout: timeout) {

@@ -1,8 +1,8 @@
 import BatonCoordinator
+import BatonLocking
 import BatonServer
 import BatonStore
 import Foundation
-import Synchronization
 
 /// The faults a chaos round injects, one per round. Every block of `allCases.count` rounds
 /// holds each kind once (in a seeded order), so a run of 50 rounds meets each kind at least 4 times.
@@ -111,7 +111,7 @@ struct ChaosViolation: Error, CustomStringConvertible {
 /// rotations: the rest of a rotated file is read before the new one).
 final class LogTail: Sendable {
     private let reader: ParticipantLogReader
-    private let state = Mutex<[JSONObject]>([])
+    private let state = Locked<[JSONObject]>([])
 
     init(path: String) { reader = ParticipantLogReader(path: path) }
 
@@ -135,7 +135,7 @@ extension JSONObject {
 /// finishes (a wait on the server that cannot be cancelled) is left behind, not awaited.
 func finishes(within timeout: Duration, _ body: @escaping @Sendable () async -> Void) async -> Bool {
     final class Outcome: Sendable {
-        let continuation = Mutex<CheckedContinuation<Bool, Never>?>(nil)
+        let continuation = Locked<CheckedContinuation<Bool, Never>?>(nil)
         func resume(_ value: Bool) { continuation.withLock { $0.take() }?.resume(returning: value) }
     }
     let outcome = Outcome()

@@ -1,11 +1,11 @@
 import BatonCoordinator
+import BatonLocking
 import BatonREST
 import BatonServer
 import BatonStore
 import BatonSync
 import Foundation
 import Logging
-import Synchronization
 
 /// One scripted day: the server, the shared directory, the host and extension processes, and
 /// what was measured. Driven from one task (the demo command); not shared across tasks.
@@ -232,7 +232,7 @@ public final class DemoRun: @unchecked Sendable {
                 writer: state.writer.map { "\($0) writes" } ?? "nobody writes", syncs: syncs,
                 printPlain: plain)
         }
-        let lastPlain = Mutex(ContinuousClock.now)
+        let lastPlain = Locked(ContinuousClock.now)
         let met = try await DirectoryWatcher(
             root: shared.path, subdirectories: ["participants", "lifecycle", "logs"],
             reportsModifications: true

@@ -1,6 +1,6 @@
+import BatonLocking
 import Foundation
 import Subprocess
-import Synchronization
 import SystemPackage
 
 /// A child process run through swift-subprocess, held open for as long as it runs: its output
@@ -355,7 +355,7 @@ public final class ChildProcess: Sendable {
 
 /// The state a child's run task and its users share.
 private final class StateBox: Sendable {
-    private let mutex = Mutex(ChildProcess.State())
+    private let mutex = Locked(ChildProcess.State())
 
     func withLock<T>(_ body: (inout ChildProcess.State) -> T) -> T {
         mutex.withLock { body(&$0) }
@@ -369,7 +369,7 @@ public struct ChildProcessError: Error, CustomStringConvertible {
 
 /// The pid from inside the run closure, or the error that kept it from starting.
 private final class Started: Sendable {
-    private let state = Mutex<
+    private let state = Locked<
         (result: Result<pid_t, any Error>?, waiter: CheckedContinuation<pid_t, any Error>?)
     >(
         (nil, nil))

@@ -1,5 +1,5 @@
+import BatonLocking
 import Foundation
-import Synchronization
 
 /// The child processes a command started (the demo's participants, a chaos run's, the bench's
 /// workers), so that an interrupted command (SIGINT, SIGTERM) takes them down with it instead of
@@ -7,8 +7,8 @@ import Synchronization
 public final class ChildProcesses: Sendable {
     public static let shared = ChildProcesses()
 
-    private let running = Mutex<[ObjectIdentifier: ChildProcess]>([:])
-    private let temporaryPaths = Mutex<[String]>([])
+    private let running = Locked<[ObjectIdentifier: ChildProcess]>([:])
+    private let temporaryPaths = Locked<[String]>([])
 
     /// This executable, to start children with (the same build as the running command).
     public static var executablePath: String {

@@ -1,7 +1,7 @@
 import BatonJSON
+import BatonLocking
 import GRDB
 import SOQL
-import Synchronization
 
 /// Runs queries and serves them page by page, as the API's query locators do: the first
 /// request fixes the ordered list of matching ids (a cursor); each page then reads only its
@@ -26,7 +26,7 @@ final class QueryEngine: Sendable {
     let stats: ServerStats
     /// How long a locator answers, the last page included (Salesforce: 15 minutes).
     let locatorLifetime: Duration
-    private let cursors = Mutex<(entries: [String: Cursor], clock: UInt64, next: UInt64)>(([:], 0, 0))
+    private let cursors = Locked<(entries: [String: Cursor], clock: UInt64, next: UInt64)>(([:], 0, 0))
 
     init(storage: RecordStorage, stats: ServerStats, locatorLifetime: Duration = .seconds(15 * 60)) {
         self.storage = storage

@@ -1,8 +1,8 @@
 import BatonJSON
+import BatonLocking
 import BatonTime
 import GRDB
 import SOQL
-import Synchronization
 
 /// The reference server's records, in SQLite (a file, or memory): one table for every type,
 /// fields as JSON, server-managed fields as columns so time-stamp filters and ordering use an
@@ -10,13 +10,13 @@ import Synchronization
 final class RecordStorage: Sendable {
     let queue: DatabaseQueue
     /// The last time stamp handed out, so every write gets a strictly later one than the last.
-    private let lastTimeStamp = Mutex<Int64>(0)
+    private let lastTimeStamp = Locked<Int64>(0)
 
     /// The types and fields the server knows; queries and writes are checked against it.
-    private let schemaState: Mutex<ServerSchema>
+    private let schemaState: Locked<ServerSchema>
 
     init(path: String?, schema: ServerSchema = .standard) throws {
-        schemaState = Mutex(schema)
+        schemaState = Locked(schema)
         var configuration = Configuration()
         configuration.label = "baton.server"
         queue =

@@ -1,4 +1,4 @@
-import Synchronization
+import BatonLocking
 
 #if canImport(Glibc)
     import Glibc
@@ -14,8 +14,8 @@ import Synchronization
 public final class FileLock: Sendable {
     private let fd: Int32
     /// True until the descriptor is closed; makes `unlock()` idempotent across threads.
-    private let isOpen = Mutex(true)
-    private let currentPath: Mutex<String>
+    private let isOpen = Locked(true)
+    private let currentPath: Locked<String>
     /// The lock file's path (where ``rename(to:)`` last put it).
     public var path: String { currentPath.withLock { $0 } }
 
@@ -29,7 +29,7 @@ public final class FileLock: Sendable {
             )
         }
         self.fd = fd
-        self.currentPath = Mutex(path)
+        self.currentPath = Locked(path)
     }
 
     deinit {

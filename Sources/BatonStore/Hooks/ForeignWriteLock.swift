@@ -1,11 +1,11 @@
+import BatonLocking
 import GRDBSQLite
-import Synchronization
 
 /// SQLite's write lock on a store, held by a connection of its own, as another process would
 /// hold it with `sqlite3 D/store.sqlite` and `BEGIN IMMEDIATE;` (tests and chaos runs only).
 package final class ForeignWriteLock: Sendable {
     /// The connection holding the lock, until ``release()``.
-    private let connection: Mutex<OpaquePointer?>
+    private let connection: Locked<OpaquePointer?>
 
     /// Opens `path` and takes its write lock, waiting up to `timeout` for a writer in progress.
     package init(path: String, timeout: Duration = .seconds(30)) throws {
@@ -20,7 +20,7 @@ package final class ForeignWriteLock: Sendable {
             sqlite3_close(db)
             throw StoreError(.database, "cannot take the write lock of \(path): SQLite error \(code)")
         }
-        connection = Mutex(db)
+        connection = Locked(db)
     }
 
     /// Commits the empty transaction and closes the connection (once).

@@ -1,6 +1,6 @@
+import BatonLocking
 import Foundation
 import GRDB
-import Synchronization
 
 /// Storage-fault injection for tests and chaos runs: makes chosen write transactions of one
 /// ``SharedStore`` fail at their commit with a real SQLite error, as a full disk, an I/O error,
@@ -45,7 +45,7 @@ package final class StorageFaults: Sendable {
         var before: [Int: @Sendable () -> Void] = [:]
     }
 
-    private let plan = Mutex(Plan())
+    private let plan = Locked(Plan())
 
     package init() {}
 

@@ -1,5 +1,5 @@
+import BatonLocking
 import Foundation
-import Synchronization
 
 /// One of the store's three files, as this process opened it, changed under it.
 ///
@@ -63,7 +63,7 @@ public struct StoreFileProblem: Sendable, Hashable, CustomStringConvertible {
 final class StoreFileIdentity: Sendable {
     /// The store file's path; the other two add `-wal` and `-shm`.
     let path: String
-    private let opened = Mutex<[StoreFileProblem.File: FileID]>([:])
+    private let opened = Locked<[StoreFileProblem.File: FileID]>([:])
 
     struct FileID: Sendable, Hashable {
         var dev: UInt64

@@ -1,7 +1,7 @@
+import BatonLocking
 import Foundation
 import GRDB
 import GRDBSQLite
-import Synchronization
 
 /// What every write transaction of a ``SharedStore`` passes before it begins: the store file must
 /// still be the one that was opened, and SQLite's busy wait for a lock held by another process
@@ -31,12 +31,12 @@ final class WriteGuard: Sendable {
     let identity: StoreFileIdentity
     /// The longest time this process held SQLite's write lock in one transaction (BEGIN
     /// IMMEDIATE done to COMMIT done).
-    let longestTransaction = Mutex(Duration.zero)
+    let longestTransaction = Locked(Duration.zero)
 
     func noteTransaction(_ duration: Duration) {
         longestTransaction.withLock { $0 = max($0, duration) }
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(busyTimeout: Duration, path: String) {
         self.busyTimeout = busyTimeout

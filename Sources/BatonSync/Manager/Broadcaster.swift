@@ -1,11 +1,11 @@
-import Synchronization
+import BatonLocking
 
 /// Hands each element to every current subscriber, as it happens. A subscriber that does not
 /// keep up loses the oldest of what it has not read (the newest `buffering` elements wait); the
 /// sender never waits for one. Used for a manager's sync updates and a participant's events.
 package final class Broadcaster<Element: Sendable>: Sendable {
     private let buffering: Int
-    private let subscribers = Mutex<(next: Int, all: [Int: AsyncStream<Element>.Continuation])>((0, [:]))
+    private let subscribers = Locked<(next: Int, all: [Int: AsyncStream<Element>.Continuation])>((0, [:]))
 
     package init(buffering: Int) {
         self.buffering = buffering

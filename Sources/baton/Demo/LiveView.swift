@@ -1,7 +1,7 @@
 import BatonHarness
+import BatonLocking
 import BatonStore
 import Foundation
-import Synchronization
 
 /// The demo's progress on the terminal: a redrawn status block on a TTY (who holds the baton,
 /// each sync's status, a progress bar), plain timestamped lines otherwise.
@@ -9,7 +9,7 @@ final class LiveView: DemoView {
     let enabled: Bool
     let isTerminal: Bool
     let start = ContinuousClock.now
-    private let drawn = Mutex(0)
+    private let drawn = Locked(0)
 
     init(enabled: Bool) {
         self.enabled = enabled
