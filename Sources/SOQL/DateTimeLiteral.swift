@@ -62,8 +62,17 @@ public enum DateTimeLiteral {
         let days = daysFromCivil(year: year, month: month, day: day)
         let seconds =
             Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetMinutes * 60)
-        return seconds * 1000 + Int64(millis)
+        let instant = seconds * 1000 + Int64(millis)
+        // An offset can move a time of year 0000 or 9999 out of the four-digit years the API's
+        // form prints (0000-01-01T00:01+05:30 is in year -1): refused, like any text that names
+        // no such instant.
+        guard representable.contains(instant) else { return nil }
+        return instant
     }
+
+    /// The instants ``format(milliseconds:)`` prints in four-digit years: 0000-01-01T00:00:00.000Z
+    /// to 9999-12-31T23:59:59.999Z.
+    public static let representable: ClosedRange<Int64> = -62_167_219_200_000...253_402_300_799_999
 
     /// `yyyy-MM-dd'T'HH:mm:ss.SSS+0000` for milliseconds since 1970 (UTC).
     public static func format(milliseconds: Int64) -> String {

@@ -38,4 +38,19 @@ struct SOQLFuzzFindingsTests {
         #expect(try SOQLQuery(parsing: query.soql) == query)
         #expect(query.soql.contains(Literal.string(value).soql))
     }
+
+    @Test(
+        "a date-time whose offset moves it out of years 0000-9999 is refused; the edges read back",
+        arguments: [
+            ("0000-01-01T00:01:09+0530", false), ("9999-12-31T23:59:59-01:00", false),
+            ("0000-01-01T00:00:00Z", true), ("9999-12-31T23:59:59.999Z", true),
+            ("0000-01-01T05:30:00+05:30", true),
+        ])
+    func dateTimeRange(_ text: String, _ accepted: Bool) throws {
+        let instant = DateTimeLiteral.milliseconds(text)
+        #expect((instant != nil) == accepted)
+        if let instant {
+            #expect(DateTimeLiteral.milliseconds(DateTimeLiteral.format(milliseconds: instant)) == instant)
+        }
+    }
 }
