@@ -164,14 +164,17 @@ extension HeavyEndToEnd {
         @Test("a stop while the server holds a request for 10 s releases the lease long before")
         func stopWithHeldRequest() async throws {
             let f = try await CoordinatorFixture(records: 2_000)
+            // Every data request is held 10 s from the start, so the host's first page is in
+            // flight whatever the machine's speed (set after the host began, a fast host could
+            // finish its sync first and leave nothing to hold).
+            try await f.client.adminSetFaults(["latencyMs": 10_000])
+            let held = f.server.server.requestCount + 1
             // A stop deadline far past the wait below: a release within it comes from the stop
             // cancelling the held request, not from the deadline's interrupt.
             try await f.start(
                 "host", role: "host", lifecycle: "foreground", batchSize: 100,
                 extra: ["--stop-deadline", "60"])
             #expect(try await f.wait(["--writer", "host"]))
-            try await f.client.adminSetFaults(["latencyMs": 10_000])
-            let held = f.server.server.requestCount + 2  // this call, then the held page request
             await f.server.server.waitForRequests(held)
             try await f.signal("host", "background")
             // Bounded well under the 10 s the server holds the request.
