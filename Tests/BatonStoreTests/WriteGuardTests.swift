@@ -38,6 +38,24 @@ struct WriteGuardTests {
         #expect(try store.count(in: "s") == 1)
     }
 
+    @Test("whether SQLite's write lock is held elsewhere is told without waiting, and a free lock is let go")
+    func writeLockProbe() throws {
+        let temp = try TemporaryDirectory()
+        let unfenced = try open(temp.path + "/d")
+        try unfenced.registerSoup("s", indexSpecs: [])
+        let path = unfenced.store.directory.storePath
+        #expect(try !ForeignWriteLock.isHeld(path: path))
+        // The probe let the lock go: a write goes through.
+        try unfenced.write { _ = try $0.upsert(["a": 1], into: "s") }
+        let lock = try ForeignWriteLock(path: path)
+        #expect(try ForeignWriteLock.isHeld(path: path))
+        lock.release()
+        #expect(try !ForeignWriteLock.isHeld(path: path))
+        #expect(throws: StoreError.self) {
+            try ForeignWriteLock.isHeld(path: temp.path + "/none/store.sqlite")
+        }
+    }
+
     @Test("a write's own deadline ends its wait for a lock held elsewhere; nothing is written")
     func writeDeadline() throws {
         let temp = try TemporaryDirectory()

@@ -22,9 +22,18 @@ extension ChaosRun {
     /// frozen; another member, sent to the foreground, must take the lease over within the
     /// term (plus a margin for a loaded machine) and settle the round. The frozen one is thawed
     /// 1-3 rounds later (``thawIfDue(round:)``).
+    ///
+    /// The signal follows the committed page as fast as the run can send it, but on a loaded
+    /// machine the writer may already be inside the next page's write transaction: then SQLite's
+    /// write lock is held, and the round is judged as a freeze inside a transaction
+    /// (``expectNamedThenResumed(_:round:)``).
     func freezeWriter(_ victim: Member, round: Int) async throws {
         let mark = victim.log.count
         try await stop(victim, round: round)
+        if try ForeignWriteLock.isHeld(path: shared.storePath) {
+            try await expectNamedThenResumed(victim, round: round)
+            return
+        }
         let frozenAt = ContinuousClock.now
         let peer = active.filter { $0 !== victim }.randomElement(using: &random)!
         let peerMark = peer.log.count
@@ -83,6 +92,14 @@ extension ChaosRun {
             missedFreezes += 1
             return
         }
+        try await expectNamedThenResumed(victim, round: round)
+    }
+
+    /// A writer stopped inside a write transaction: a peer sent to the foreground must say by
+    /// name what blocks it, in its log and its published status; after SIGCONT the peer holds
+    /// the lease and the woken writer steps down.
+    func expectNamedThenResumed(_ victim: Member, round: Int) async throws {
+        let pid = victim.pid
         let peer = active.filter { $0 !== victim }.randomElement(using: &random)!
         let peerMark = peer.log.count
         let victimMark = victim.log.count

@@ -18,9 +18,22 @@ package final class ForeignWriteLock: Sendable {
         let code = sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil)
         guard code == SQLITE_OK else {
             sqlite3_close(db)
-            throw StoreError(.database, "cannot take the write lock of \(path): SQLite error \(code)")
+            throw StoreError(
+                code == SQLITE_BUSY ? .busy : .database,
+                "cannot take the write lock of \(path): SQLite error \(code)")
         }
         connection = Locked(db)
+    }
+
+    /// Whether another connection holds the write lock of the store at `path` right now (its
+    /// `BEGIN IMMEDIATE` would wait); the lock is let go at once when it was free.
+    package static func isHeld(path: String) throws -> Bool {
+        do {
+            try ForeignWriteLock(path: path, timeout: .zero).release()
+            return false
+        } catch let error as StoreError where error.code == .busy {
+            return true
+        }
     }
 
     /// Commits the empty transaction and closes the connection (once).
