@@ -1,5 +1,6 @@
 import BatonCoordinator
 import BatonJSON
+import BatonStore
 import Foundation
 import Testing
 
@@ -33,7 +34,18 @@ extension HeavyEndToEnd {
             try await f.waitForLog("host", "a few committed pages") { log in
                 (log.last { $0["event"] == "sync" }?["progress"]?.intValue ?? 0) >= 10
             }
+            // Frozen between pages, never inside a page's write transaction (the next test): the
+            // next page's request is held 5 s, and SIGSTOP goes once SQLite's write lock is free.
+            try await f.client.adminSetFaults(["latencyMs": 5_000])
+            await f.server.server.waitForRequests(f.server.server.requestCount + 1)
+            let storePath = f.dir + "/store.sqlite"
+            let unlocked = ContinuousClock.now + .seconds(30)
+            while try ForeignWriteLock.isHeld(path: storePath), ContinuousClock.now < unlocked {
+                try await Task.sleep(for: .milliseconds(5))  // wait-ok: polling the write lock, bounded
+            }
+            #expect(try !ForeignWriteLock.isHeld(path: storePath))
             await host.send(SIGSTOP)
+            try await f.client.adminSetFaults(["latencyMs": 50])
             #expect(try await f.wait(["--writer", "ext"], timeout: 30))
             let takeover = try #require(f.log("ext").first { $0["event"] == "lease.takeover" })
             #expect(takeover["holder"] == "host")
