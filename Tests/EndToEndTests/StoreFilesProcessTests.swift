@@ -105,6 +105,10 @@ extension HeavyEndToEnd {
             try FileManager.default.moveItem(atPath: away, toPath: store)
             // The files are back as opened: seen on the directory event, not at the next check.
             try await f.waitForBoth("store.back", timeout: .seconds(5))
+            // The problem goes with its cause: gone from both statuses within a backoff.
+            try await f.waitForStatus("the store's problem cleared", timeout: .seconds(5)) { statuses in
+                statuses.count == 2 && statuses.allSatisfy { !($0.problem ?? "").contains(store) }
+            }
             #expect(f.events("host", "store.reopened").isEmpty)
             try await f.finishesWithEveryRecord()
             #expect(f.lockEpoch <= epoch + 2, "epoch \(epoch) went to \(f.lockEpoch)")
