@@ -76,6 +76,11 @@ struct Parser {
                     _ = advance()
                     try expectSymbol(")")
                     fields.append(.count)
+                } else if let function = AggregateFunction(rawValue: name.uppercased()), isSymbol("(") {
+                    _ = advance()
+                    let field = try identifier("a field name")
+                    try expectSymbol(")")
+                    fields.append(.aggregate(function, field))
                 } else {
                     fields.append(.field(name))
                 }
@@ -83,6 +88,13 @@ struct Parser {
         } while try consumeComma()
         if fields.contains(.count), fields.count > 1 {
             throw error("COUNT() must be the only item of its SELECT list")
+        }
+        let aggregates = fields.filter {
+            if case .aggregate = $0 { return true }
+            return false
+        }
+        if !aggregates.isEmpty, aggregates.count < fields.count {
+            throw error("a SELECT list with MAX() or MIN() holds only aggregates (GROUP BY is not supported)")
         }
         try expectKeyword("FROM")
         let object = try identifier("an object name")

@@ -7,6 +7,7 @@ extension SOQLQuery {
             case .field(let name): return name
             case .subquery(let query): return "(\(query.soql))"
             case .count: return "COUNT()"
+            case .aggregate(let function, let field): return "\(function.rawValue)(\(field))"
             }
         }.joined(separator: ", ")
         out += " FROM \(object)"

@@ -16,10 +16,19 @@ extension SOQLQuery {
     /// True when the query is `SELECT COUNT() …`: it answers a number, not records.
     public var isCount: Bool { fields.contains(.count) }
 
+    /// True when the select list holds `MAX(…)` or `MIN(…)`: the query answers one row of
+    /// aggregates, not records.
+    public var isAggregate: Bool {
+        fields.contains {
+            if case .aggregate = $0 { return true }
+            return false
+        }
+    }
+
     /// The query with each of `fields` appended to the select list unless already there. A
-    /// `COUNT()` query, which must stay alone in its list, is returned as it is.
+    /// `COUNT()` or aggregate query, which answers no records, is returned as it is.
     public func addingFields(_ names: [String]) -> SOQLQuery {
-        guard !isCount else { return self }
+        guard !isCount, !isAggregate else { return self }
         var copy = self
         for name in names where !copy.selects(name) { copy.fields.append(.field(name)) }
         return copy

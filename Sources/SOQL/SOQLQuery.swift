@@ -1,5 +1,6 @@
 /// A parsed SOQL query of the subset Mobile Sync uses:
-/// `SELECT fields FROM Type [WHERE expr] [ORDER BY …] [LIMIT n] [OFFSET n]`.
+/// `SELECT fields FROM Type [WHERE expr] [ORDER BY …] [LIMIT n] [OFFSET n]`, where the fields
+/// may be parent paths, child subqueries, `COUNT()`, or `MAX(field)` and `MIN(field)` alone.
 ///
 /// ```swift
 /// var query = try SOQLQuery(parsing: "SELECT Name FROM Account WHERE Industry = 'Energy'")
@@ -39,12 +40,21 @@ public enum SelectItem: Sendable, Hashable {
     indirect case subquery(SOQLQuery)
     /// `COUNT()`: the query answers how many records match, and no records. Alone in its list.
     case count
+    /// `MAX(field)` or `MIN(field)`: the query answers one `AggregateResult` row, with the
+    /// aggregates as `expr0`, `expr1`… Only with other aggregates (there is no GROUP BY).
+    case aggregate(AggregateFunction, String)
 
     /// The field path, for a field.
     public var fieldName: String? {
         if case .field(let name) = self { return name }
         return nil
     }
+}
+
+/// An aggregate function of the subset.
+public enum AggregateFunction: String, Sendable, Hashable, CaseIterable {
+    case max = "MAX"
+    case min = "MIN"
 }
 
 /// One ORDER BY key.

@@ -32,5 +32,10 @@ struct SoqlTargetTests {
         } throws: { error in
             (error as? SyncError)?.code == .invalidTarget && "\(error)".contains("COUNT()")
         }
+        #expect {
+            try SoqlSyncDownTarget(client: client, query: "SELECT MAX(LastModifiedDate) FROM Account")
+        } throws: { error in
+            (error as? SyncError)?.code == .invalidTarget && "\(error)".contains("aggregates")
+        }
     }
 }

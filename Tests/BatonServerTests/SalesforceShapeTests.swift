@@ -146,6 +146,46 @@ struct SalesforceShapeTests {
     }
 
     @Test(
+        "MAX() and MIN() answer one AggregateResult row, date-times as the API writes them, null over no records"
+    )
+    func aggregates() async throws {
+        try await withLiveServer { _, client in
+            _ = try await client.adminSeed(type: "Account", count: 5)
+            let ordered = try await client.queryFirstPage(
+                "SELECT Name, LastModifiedDate FROM Account ORDER BY LastModifiedDate")
+            let page = try await client.queryFirstPage(
+                "SELECT MAX(LastModifiedDate), MIN(Name), MAX(Name) FROM Account")
+            #expect(page.totalSize == 1 && page.done && page.records.count == 1)
+            let row = try #require(page.records.first)
+            let raw = try await client.send(
+                .GET, "/services/data/v60.0/query?q=SELECT+MAX(Name)+FROM+Account", idempotent: true
+            ).body
+            #expect(
+                raw.value(atPath: "records")?.arrayValue?.first?.value(atPath: "attributes")
+                    == ["type": "AggregateResult"])
+            #expect(row["expr0"] == ordered.records.last?["LastModifiedDate"])
+            #expect(row["expr1"] == "Account 1")
+            #expect(row["expr2"] == "Account 5")
+            // No record matches: still one row, its aggregates null.
+            let none = try await client.queryFirstPage(
+                "SELECT MAX(LastModifiedDate) FROM Account WHERE Name = 'nobody'")
+            #expect(none.totalSize == 1 && none.records.first?["expr0"] == .null)
+            #expect(try await client.queryFirstPage("SELECT MAX(Name) FROM Account LIMIT 0").totalSize == 0)
+            for soql in [
+                "SELECT MAX(Name) FROM Account ORDER BY Name", "SELECT MAX(Name), Id FROM Account",
+                "SELECT Id, (SELECT MAX(LastName) FROM Contacts) FROM Account",
+            ] {
+                #expect(
+                    await errorCode { _ = try await client.queryFirstPage(soql) } == "MALFORMED_QUERY",
+                    "\(soql)")
+            }
+            #expect(
+                await errorCode { _ = try await client.queryFirstPage("SELECT MAX(Nope__c) FROM Account") }
+                    == "INVALID_FIELD")
+        }
+    }
+
+    @Test(
         "parent fields nest under the relationship with attributes; child subqueries nest as a query result")
     func relationships() async throws {
         try await withLiveServer { _, client in

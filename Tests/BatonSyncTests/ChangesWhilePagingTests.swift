@@ -173,4 +173,89 @@ struct ChangesWhilePagingTests {
             }
         }
     }
+
+    @Test("a page whose last record was modified while the query was paged resumes from the record before it")
+    func stoppedAfterModifiedLastRecord() async throws {
+        try await withSyncFixture { f in
+            let ids = try await f.client.adminSeed(type: "Account", count: 6)
+            let touched = Locked(false)
+            let stopping = Locked(true)
+            let (stopped, stopDone) = AsyncStream.makeStream(of: Void.self)
+            try await withManager(
+                f,
+                beforePage: { manager, page in
+                    // Before page 2: the first account (served) and then the fourth (page 2's
+                    // last) are renamed, so page 2 ends with the newest stamp on the server.
+                    if page == 2, !touched.withLock({ $0 }) {
+                        touched.withLock { $0 = true }
+                        _ = try await f.client.adminTouch(
+                            type: "Account", ids: [ids[0]], fields: ["Name": "first, renamed"])
+                        _ = try await f.client.adminTouch(
+                            type: "Account", ids: [ids[3]], fields: ["Name": "fourth, renamed"])
+                    }
+                    if page == 3, stopping.withLock({ $0 }) {
+                        stopping.withLock { $0 = false }
+                        await manager.stop()
+                        stopDone.finish()
+                        try Task.checkCancellation()
+                    }
+                }
+            ) { manager in
+                let sync = try await manager.syncDown(
+                    target: try f.soqlTarget(batchSize: 2), soupName: "accounts", name: "accounts")
+                for await _ in stopped {}
+                await manager.waitUntilStopped()
+                let state = try #require(try await manager.getSyncStatus(id: sync.id))
+                #expect(state.status == .stopped)
+                #expect(try f.local()[ids[3]]?["Name"] == "fourth, renamed")
+                // Not the fourth's new stamp, which is later than the first's new one and than
+                // the fifth's and sixth's, still to be served: the third's.
+                #expect(state.maxTimeStamp == (try await stamp(f.client, ids[2])))
+
+                _ = try await manager.restart(restartStoppedSyncs: true)
+                let final = try #require(await manager.waitForSync(id: sync.id))
+                #expect(final.status == .done)
+                let local = try f.local()
+                #expect(Set(local.keys) == Set(ids))
+                #expect(local[ids[0]]?["Name"] == "first, renamed")
+                #expect(local[ids[3]]?["Name"] == "fourth, renamed")
+            }
+        }
+    }
+
+    @Test("a complete run whose last record was modified while the query was paged misses no earlier edit")
+    func completeRunWithModifiedLastRecord() async throws {
+        try await withSyncFixture { f in
+            let ids = try await f.client.adminSeed(type: "Account", count: 6)
+            let touched = Locked(false)
+            try await withManager(
+                f,
+                beforePage: { _, page in
+                    // Before the last page: the first account (served) and then the sixth (the
+                    // last page's last) are renamed.
+                    guard page == 3, !touched.withLock({ $0 }) else { return }
+                    touched.withLock { $0 = true }
+                    _ = try await f.client.adminTouch(
+                        type: "Account", ids: [ids[0]], fields: ["Name": "first, renamed"])
+                    _ = try await f.client.adminTouch(
+                        type: "Account", ids: [ids[5]], fields: ["Name": "sixth, renamed"])
+                }
+            ) { manager in
+                let sync = try await manager.syncDown(
+                    target: try f.soqlTarget(batchSize: 2), soupName: "accounts", name: "accounts")
+                let done = try #require(await manager.waitForSync(id: sync.id))
+                #expect(done.status == .done)
+                #expect(try f.local()[ids[5]]?["Name"] == "sixth, renamed")
+                #expect(try f.local()[ids[0]]?["Name"] != "first, renamed")
+                // The newest stamp given before the query started: the fifth's.
+                #expect(done.maxTimeStamp == (try await stamp(f.client, ids[4])))
+
+                let again = try await manager.reSync(id: sync.id)
+                let second = try #require(await manager.waitForSync(id: again.id))
+                #expect(second.status == .done)
+                #expect(second.totalSize == 2)  // the two renamed accounts
+                #expect(try f.local()[ids[0]]?["Name"] == "first, renamed")
+            }
+        }
+    }
 }

@@ -113,9 +113,10 @@ struct ListenerContractTests {
             let queued = try await f.manager.syncDown(
                 target: try f.soqlTarget("SELECT Id, Name FROM Contact", batchSize: 2), soupName: "contacts",
                 name: "queued", onUpdate: log.block)
-            // Stop while the third page's request (sent as the second began saving) is in flight.
+            // Stop while the third page's request (sent as the second began saving) is in flight:
+            // the fourth request, after the one for the newest stamp and two pages.
             _ = await log.first { $0.id == running.id && $0.progress == 40 }
-            await f.server.server.waitForRequests(requestsBefore + 3)
+            await f.server.server.waitForRequests(requestsBefore + 4)
             await f.manager.stop()
             await f.manager.waitUntilStopped()
 
@@ -158,8 +159,8 @@ struct ListenerContractTests {
             #expect(Self.render(bad.all) == ["running 0/-1", "failed 0/-1"])
             #expect(bad.all.last?.error?.contains("SERVER_UNAVAILABLE") == true)
 
-            // Page 1's request passes; page 2's fails on every attempt.
-            try await f.client.adminSetFaults(["passNext": 1, "failNext": 3])
+            // The request for the newest stamp and page 1's pass; page 2's fails on every attempt.
+            try await f.client.adminSetFaults(["passNext": 2, "failNext": 3])
             let log = UpdateLog()
             let sync = try await f.manager.syncDown(
                 target: try f.soqlTarget(batchSize: 2), soupName: "accounts", name: "midway",

@@ -19,9 +19,10 @@ struct StopRestartTests {
                 onUpdate: log.block)
             #expect(sync.status == .running)
 
-            // Stop while the request for page 6 (sent as page 5 began saving) is in flight.
+            // Stop while the request for page 6 (sent as page 5 began saving) is in flight: the
+            // seventh, after the one for the newest stamp.
             _ = await log.first { $0.progress == 50 }
-            await f.server.server.waitForRequests(requestsBefore + 6)
+            await f.server.server.waitForRequests(requestsBefore + 7)
             await f.manager.stop()
             #expect(await f.manager.isStopping())
             #expect(!(await f.manager.isStopped()))

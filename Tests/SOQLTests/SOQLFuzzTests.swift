@@ -7,6 +7,7 @@ struct SOQLFuzzTests {
         "SELECT Id, Name FROM Account WHERE Name LIKE 'A%' AND Amount >= 10.5 ORDER BY Name DESC NULLS LAST LIMIT 10",
         "SELECT Id, (SELECT Id FROM Contacts) FROM Account WHERE NOT (a = 1 OR b IN ('x', 'y')) OFFSET 3",
         "SELECT Id FROM Account WHERE LastModifiedDate >= 2024-01-31T10:00:00.000+0000 AND Closed = false",
+        "SELECT MAX(LastModifiedDate), MIN(CreatedDate) FROM Account WHERE Name != null",
     ]
 
     /// A small deterministic generator, so a failure names a reproducible case.

@@ -119,4 +119,25 @@ struct SOQLParserTests {
         // A field named Count is still a field.
         #expect(try SOQLQuery(parsing: "SELECT Count FROM Account").fields == [.field("Count")])
     }
+
+    @Test("MAX() and MIN() parse among aggregates only, and print back")
+    func aggregates() throws {
+        let query = try SOQLQuery(
+            parsing: "select max(LastModifiedDate), Min(CreatedDate) from Account where Name = 'A'")
+        #expect(query.fields == [.aggregate(.max, "LastModifiedDate"), .aggregate(.min, "CreatedDate")])
+        #expect(query.isAggregate && !query.isCount)
+        #expect(query.soql == "SELECT MAX(LastModifiedDate), MIN(CreatedDate) FROM Account WHERE Name = 'A'")
+        #expect(try SOQLQuery(parsing: query.soql) == query)
+        // Rewrites that add fields leave an aggregate query alone.
+        #expect(query.addingFields(["Id"]) == query)
+        let mixed = #expect(throws: SOQLError.self) {
+            try SOQLQuery(parsing: "SELECT Id, MAX(Amount) FROM Account")
+        }
+        #expect(mixed?.message.contains("only aggregates") == true)
+        #expect(throws: SOQLError.self) { try SOQLQuery(parsing: "SELECT MAX() FROM Account") }
+        #expect(throws: SOQLError.self) { try SOQLQuery(parsing: "SELECT MAX(Amount FROM Account") }
+        // Fields named Max and Min are still fields.
+        #expect(
+            try SOQLQuery(parsing: "SELECT Max, Min FROM Account").fields == [.field("Max"), .field("Min")])
+    }
 }

@@ -9,6 +9,9 @@ struct ResolvedQuery: Sendable {
     /// `SELECT COUNT() FROM …`.
     var isCount: Bool { query.fields == [.count] }
 
+    /// `SELECT MAX(…), MIN(…) FROM …`: one row of aggregates.
+    var isAggregate: Bool { query.isAggregate }
+
     /// Whether projecting a record reads other records (a parent field or a child subquery).
     var readsRelated: Bool {
         items.contains {
@@ -50,6 +53,12 @@ extension ServerSchema {
             switch item {
             case .count:
                 if nested { throw SalesforceError.malformedQuery("COUNT() is not supported in a subquery") }
+            case .aggregate(let function, let path):
+                if nested {
+                    throw SalesforceError.malformedQuery(
+                        "\(function.rawValue)() is not supported in a subquery")
+                }
+                items.append(try resolve(path: path, on: object).item)
             case .field(let path):
                 items.append(try resolve(path: path, on: object).item)
             case .subquery(let subquery):
@@ -66,6 +75,10 @@ extension ServerSchema {
                         relationship: relationship, lookup: lookup,
                         query: try resolve(subquery, on: child, nested: true)))
             }
+        }
+        if query.isAggregate, let ordered = query.orderBy.first {
+            throw SalesforceError.malformedQuery(
+                "Ordered field must be grouped or aggregated: \(ordered.field.prefix(80))")
         }
         // WHERE and ORDER BY names are checked when they are translated to SQL.
         return ResolvedQuery(object: object, query: query, items: items)

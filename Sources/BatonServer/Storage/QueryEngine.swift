@@ -62,12 +62,53 @@ final class QueryEngine: Sendable {
             return Page(
                 body: Array(body.jsonText(sortedKeys: false).utf8), type: resolved.object.name, count: 0)
         }
+        if resolved.isAggregate { return try aggregate(resolved) }
         let ids = try storage.read { db in try Int64.fetchAll(db, sql: sql, arguments: arguments) }
         let cursor = Cursor(
             query: resolved, ids: ids, batchSize: batchSize, lastUsed: 0, apiPath: apiPath,
             expires: .now + locatorLifetime)
         let locator = remember(cursor)
         return try page(cursor, locator: locator, offset: 0)
+    }
+
+    /// `SELECT MAX(…), MIN(…) FROM …`: one `AggregateResult` row holding `expr0`, `expr1`… (null
+    /// where no record matched), as the API answers an aggregate query without GROUP BY; no
+    /// records served, no locator. LIMIT 0 or an OFFSET past the row leaves it out.
+    private func aggregate(_ resolved: ResolvedQuery) throws -> Page {
+        let translator = QueryTranslator(schema: storage.schema)
+        let (sql, arguments) = try translator.aggregateQuery(for: resolved)
+        // Time stamps are kept as milliseconds and answered as date-times.
+        let stamps = try resolved.query.fields.map { item -> Bool in
+            guard case .aggregate(_, let path) = item else { return false }
+            return QueryTranslator.isTimeStamp(try translator.column(path, on: resolved.object).field.name)
+        }
+        let query = resolved.query
+        let row =
+            query.limit == 0 || (query.offset ?? 0) > 0
+            ? nil : try storage.read { db in try Row.fetchOne(db, sql: sql, arguments: arguments) }
+        var out = JSONTextWriter(capacity: 256)
+        out.raw("{\"totalSize\":")
+        out.int(row == nil ? 0 : 1)
+        out.raw(",\"done\":true,\"records\":[")
+        if let row {
+            out.raw("{\"attributes\":{\"type\":\"AggregateResult\"}")
+            for (index, isStamp) in stamps.enumerated() {
+                out.raw(",")
+                out.string("expr\(index)")
+                out.raw(":")
+                let value: DatabaseValue = row[index]
+                switch value.storage {
+                case .int64(let int) where isStamp: out.string(DateTimeLiteral.format(milliseconds: int))
+                case .int64(let int): out.int(int)
+                case .double(let double): out.value(.double(double), sortedKeys: false)
+                case .string(let text): out.string(text)
+                case .null, .blob: out.raw("null")
+                }
+            }
+            out.raw("}")
+        }
+        out.raw("]}")
+        return Page(body: out.bytes, type: resolved.object.name, count: 0)
     }
 
     /// The page at `locator` (`<cursor>-<offset>`, from a `nextRecordsUrl`), of `batchSize`

@@ -16,15 +16,7 @@ struct QueryTranslator {
     {
         let query = resolved.query
         let object = resolved.object
-        var arguments = StatementArguments([object.name])
-        var sql = "SELECT r0.rowid FROM records r0 WHERE r0.type = ?"
-        if let link {
-            sql += " AND \(Self.column(link.lookup, alias: "r0")) = ?"
-            arguments += [link.parentId]
-        }
-        if let condition = query.condition {
-            sql += " AND (\(try translate(condition, on: object, &arguments)))"
-        }
+        var (sql, arguments) = try selection("r0.rowid", for: resolved, childOf: link)
         var keys = try query.orderBy.map { item -> String in
             var key = try column(item.field, on: object).sql + (item.ascending ? " ASC" : " DESC")
             if let nullsFirst = item.nullsFirst { key += nullsFirst ? " NULLS FIRST" : " NULLS LAST" }
@@ -38,6 +30,35 @@ struct QueryTranslator {
             sql += " LIMIT -1"
         }
         if let offset = query.offset { sql += " OFFSET \(offset)" }
+        return (sql, arguments)
+    }
+
+    /// The SQL that computes a query's `MAX(…)` and `MIN(…)` over the matching records, one
+    /// column per aggregate, and its arguments.
+    func aggregateQuery(for resolved: ResolvedQuery) throws -> (sql: String, arguments: StatementArguments) {
+        let columns = try resolved.query.fields.map { item -> String in
+            guard case .aggregate(let function, let path) = item else {
+                throw SalesforceError.malformedQuery("only aggregates may be selected beside MAX() and MIN()")
+            }
+            return "\(function.rawValue.lowercased())(\(try column(path, on: resolved.object).sql))"
+        }
+        return try selection(columns.joined(separator: ", "), for: resolved, childOf: nil)
+    }
+
+    /// `SELECT columns FROM records r0` restricted to the query's type, `link` and WHERE.
+    private func selection(
+        _ columns: String, for resolved: ResolvedQuery,
+        childOf link: (lookup: FieldDescription, parentId: String)?
+    ) throws -> (sql: String, arguments: StatementArguments) {
+        var arguments = StatementArguments([resolved.object.name])
+        var sql = "SELECT \(columns) FROM records r0 WHERE r0.type = ?"
+        if let link {
+            sql += " AND \(Self.column(link.lookup, alias: "r0")) = ?"
+            arguments += [link.parentId]
+        }
+        if let condition = resolved.query.condition {
+            sql += " AND (\(try translate(condition, on: resolved.object, &arguments)))"
+        }
         return (sql, arguments)
     }
 

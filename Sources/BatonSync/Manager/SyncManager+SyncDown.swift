@@ -24,15 +24,19 @@ extension SyncManager {
         state = sized
         var fetched = 0
         var newest = state.maxTimeStamp
+        // Stamps later than this were given while the query was paged (none when the target
+        // cannot tell): out of the query's order, never a place to resume from.
+        let highWater = page.highWaterMark ?? .max
+        var newestInOrder = state.maxTimeStamp
         while true {
             try checkForStop(state.id)
             let pageNewest =
                 sorted
-                ? Self.sortedWatermark(page.records, after: newest, target: target)
-                : Self.newestTimeStamp(page.records, after: newest, target: target)
+                ? Self.sortedWatermark(page.records, after: newest, before: highWater, target: target)
+                : newest
             var next = state
             next.totalSize = page.totalSize
-            if sorted { next.maxTimeStamp = pageNewest }
+            next.maxTimeStamp = pageNewest
             let pageFetched = fetched + page.records.count
             // As Mobile Sync: progress moves (and is reported) only below 100%; `done` says the rest.
             let reportsProgress = pageFetched < next.totalSize
@@ -44,49 +48,55 @@ extension SyncManager {
             try await savePage(current.records, state: next, idField: target.idFieldName)
             state = next
             newest = pageNewest
+            newestInOrder = Self.newestTimeStamp(
+                current.records, after: newestInOrder, atMost: highWater, target: target)
             fetched = pageFetched
             if reportsProgress { notify(state, onUpdate: onUpdate) }
             try checkForStop(state.id)
             guard let next = try await following else { break }
             page = next
         }
-        // Unsorted fetches may deliver an old record last, so only a complete run may move
-        // maxTimeStamp. A sorted run's is its last page's watermark, already saved.
-        if !sorted { state.maxTimeStamp = max(state.maxTimeStamp, newest) }
+        // A complete run has served every record the query matched when it started, so the next
+        // run (`>`) may start from the newest stamp given before then; what changed since has a
+        // later one. An unsorted run moves maxTimeStamp only here: it may deliver an old record
+        // last.
+        state.maxTimeStamp = max(state.maxTimeStamp, newestInOrder)
     }
 
-    /// The greatest time stamp among `records`, or `newest` if none is later.
-    static func newestTimeStamp(_ records: [JSONObject], after newest: Int64, target: any SyncDownTarget)
-        -> Int64
-    {
+    /// The greatest time stamp among `records` that is at most `highWater`, or `newest` if
+    /// none is later.
+    static func newestTimeStamp(
+        _ records: [JSONObject], after newest: Int64, atMost highWater: Int64, target: any SyncDownTarget
+    ) -> Int64 {
         var newest = newest
         for record in records {
-            if let stamp = target.modificationTimeStamp(of: record), stamp > newest { newest = stamp }
+            if let stamp = target.modificationTimeStamp(of: record), stamp > newest, stamp <= highWater {
+                newest = stamp
+            }
         }
         return newest
     }
 
-    /// Where a sorted fetch may resume after this page: the time stamp of its last record, not
-    /// its greatest one.
+    /// Where a sorted fetch may resume (`>=`) after this page: the time stamp of its last record
+    /// that was given before the query started (earlier than `highWater`), or `newest` if none.
     ///
     /// The server fixes a query's ordered ids when the query starts but reads each page's
     /// records as they are when the page is served, as Salesforce's query locators do. A record
     /// modified meanwhile comes with its new time stamp, later than every record the query
-    /// ordered, in the middle of the order; the page's greatest stamp would then pass records
-    /// still to be served, and records served earlier with their old values. The last record's
-    /// stamp is in the query's order, and every record modified since the query started has a
-    /// later one, so a resume (`>=`) or the next run (`>`) asks for all of them again. On a
-    /// sorted fetch that no write overlapped, the last record's stamp is the greatest, as in
-    /// Mobile Sync.
-    ///
-    /// Not covered: the page's last record itself modified while the query was paged. Its new
-    /// stamp is then out of order too, and nothing in the page tells it from a record that was
-    /// simply the newest.
-    static func sortedWatermark(_ records: [JSONObject], after newest: Int64, target: any SyncDownTarget)
-        -> Int64
-    {
+    /// ordered, in the middle of the order (or at a page's end); resuming from it would pass
+    /// records still to be served, and records served earlier with their old values. A record
+    /// stamped before `highWater` was not modified since the query started, so its stamp is in
+    /// the query's order: every record still to be served has one at least as late, and every
+    /// record modified since has a later one, so the resume asks for all of them again. The
+    /// bound is strict because a server that stamps in coarse steps (Salesforce's seconds) may
+    /// give a later modification the same stamp as `highWater`.
+    static func sortedWatermark(
+        _ records: [JSONObject], after newest: Int64, before highWater: Int64, target: any SyncDownTarget
+    ) -> Int64 {
         for record in records.reversed() {
-            if let stamp = target.modificationTimeStamp(of: record) { return stamp }
+            if let stamp = target.modificationTimeStamp(of: record), stamp < highWater {
+                return max(stamp, newest)
+            }
         }
         return newest
     }

@@ -8,11 +8,19 @@ public struct SyncDownPage: Sendable {
     public var totalSize: Int
     /// Where the next page is; `nil` on the last page.
     public var next: String?
+    /// On a fetch's first page: the newest modification time stamp the server held just before
+    /// the query started (-1 when it held no record; `nil` when the target cannot tell).
+    ///
+    /// The server fixes a query's ordered ids when it starts but reads each page's records when
+    /// it serves the page, so a record modified meanwhile comes with a later stamp than this,
+    /// out of the query's order. The manager never resumes from such a stamp.
+    public var highWaterMark: Int64?
 
-    public init(records: [JSONObject], totalSize: Int, next: String?) {
+    public init(records: [JSONObject], totalSize: Int, next: String?, highWaterMark: Int64? = nil) {
         self.records = records
         self.totalSize = totalSize
         self.next = next
+        self.highWaterMark = highWaterMark
     }
 }
 
@@ -40,10 +48,11 @@ public protocol SyncDownTarget: Sendable {
     var modificationDateFieldName: String { get }
     /// True when pages come in modification order, so `maxTimeStamp` can be saved with
     /// every page and a stopped fetch resumes where it left off. The saved mark is then the
-    /// time stamp of each page's last record, which the order makes its newest.
+    /// time stamp of each page's last record that was not modified while the query was paged.
     func isSyncDownSortedByLatestModification() -> Bool
     /// The first page of records modified after `maxTimeStamp` (at or after it when
-    /// `inclusive`; every record when it is -1).
+    /// `inclusive`; every record when it is -1), with the server's ``SyncDownPage/highWaterMark``
+    /// when the target can ask for it.
     func startFetch(maxTimeStamp: Int64, inclusive: Bool) async throws -> SyncDownPage
     /// The page after `page`, or `nil` when it was the last.
     func continueFetch(after page: SyncDownPage) async throws -> SyncDownPage?
