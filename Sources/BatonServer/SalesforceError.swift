@@ -50,6 +50,13 @@ public struct SalesforceError: Error, Sendable, Hashable {
             fields: [String(name.prefix(80))])
     }
 
+    /// `REQUIRED_FIELD_MISSING`, naming the fields as Salesforce does.
+    static func requiredFieldsMissing(_ names: [String]) -> SalesforceError {
+        SalesforceError(
+            status: 400, "REQUIRED_FIELD_MISSING",
+            "Required fields are missing: [\(names.joined(separator: ", "))]", fields: names)
+    }
+
     static let invalidSession = SalesforceError(
         status: 401, "INVALID_SESSION_ID", "Session expired or invalid")
 

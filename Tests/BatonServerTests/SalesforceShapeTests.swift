@@ -305,6 +305,103 @@ struct SalesforceShapeTests {
         }
     }
 
+    @Test(
+        "field rules: required fields, lengths and restricted picklists are refused with Salesforce's codes, per record in composite"
+    )
+    func fieldRules() async throws {
+        let schema = try ServerSchema(json: [
+            "objects": [
+                [
+                    "name": "Ticket__c",
+                    "fields": [
+                        ["name": "Subject__c", "required": true, "length": 10, "label": "Subject"],
+                        [
+                            "name": "Priority__c", "type": "picklist", "picklistValues": ["High", "Low"],
+                            "restrictedPicklist": true,
+                        ],
+                        ["name": "Mood__c", "type": "picklist", "picklistValues": ["Calm"]],
+                    ],
+                ]
+            ]
+        ])
+        let server = try await ReferenceServer.start(.init(token: "t", schema: schema), logger: quietLogger())
+        let client = RESTClient(baseURL: server.url, token: "t", retry: .none)
+        do {
+            func refusal(_ body: () async throws -> Void) async -> (String?, String?) {
+                do {
+                    try await body()
+                    return (nil, nil)
+                } catch let error as RESTError {
+                    return (error.errorCode, error.message)
+                } catch {
+                    return ("\(error)", nil)
+                }
+            }
+            var (code, message) = await refusal { _ = try await client.create(type: "Account", fields: [:]) }
+            #expect(code == "REQUIRED_FIELD_MISSING" && message == "Required fields are missing: [Name]")
+            (code, message) = await refusal {
+                _ = try await client.create(type: "Account", fields: ["Name": ""])
+            }
+            #expect(code == "REQUIRED_FIELD_MISSING")
+            (code, message) = await refusal {
+                _ = try await client.create(
+                    type: "Account", fields: ["Name": .string(String(repeating: "x", count: 256))])
+            }
+            #expect(
+                code == "STRING_TOO_LONG"
+                    && message?.hasPrefix("Account Name: data value too large: xxx") == true)
+            #expect(message?.hasSuffix("(max length=255)") == true)
+            (code, message) = await refusal {
+                _ = try await client.create(type: "Contact", fields: ["FirstName": "Ann"])
+            }
+            #expect(code == "REQUIRED_FIELD_MISSING" && message == "Required fields are missing: [LastName]")
+
+            let ticket = try await client.create(
+                type: "Ticket__c", fields: ["Subject__c": "Printer", "Mood__c": "Stormy"])
+            (code, message) = await refusal {
+                try await client.update(type: "Ticket__c", id: ticket, fields: ["Subject__c": .null])
+            }
+            #expect(code == "REQUIRED_FIELD_MISSING")
+            (code, message) = await refusal {
+                try await client.update(
+                    type: "Ticket__c", id: ticket, fields: ["Subject__c": "Printer on fire"])
+            }
+            #expect(code == "STRING_TOO_LONG" && message?.hasPrefix("Subject: data value too large") == true)
+            (code, message) = await refusal {
+                try await client.update(type: "Ticket__c", id: ticket, fields: ["Priority__c": "Urgent"])
+            }
+            #expect(code == "INVALID_OR_NULL_FOR_RESTRICTED_PICKLIST")
+            #expect(message == "Priority: bad value for restricted picklist field: Urgent")
+            try await client.update(type: "Ticket__c", id: ticket, fields: ["Priority__c": "High"])
+
+            // Composite answers each record on its own.
+            let results = try await client.compositeCreate(
+                type: "Ticket__c",
+                records: [
+                    ["Subject__c": "Ok"], ["Priority__c": "Low"], ["Subject__c": "Ok", "Priority__c": "Meh"],
+                ])
+            #expect(results.map(\.success) == [true, false, false])
+            #expect(
+                results.map(\.errorCode) == [
+                    nil, "REQUIRED_FIELD_MISSING", "INVALID_OR_NULL_FOR_RESTRICTED_PICKLIST",
+                ])
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+        for bad: JSONValue in [
+            ["name": "X__c", "length": 0], ["name": "X__c", "required": "yes"],
+            ["name": "X__c", "picklistValues": ["a"]],
+            ["name": "X__c", "type": "picklist", "picklistValues": [1]],
+            ["name": "X__c", "restrictedPicklist": true], ["name": "X__c", "label": ""],
+        ] {
+            #expect(throws: SalesforceError.self, "\(bad)") {
+                try ServerSchema(json: ["objects": [["name": "Thing__c", "fields": [bad]]]])
+            }
+        }
+    }
+
     @Test("a schema from a file and from /admin/seed adds types, fields and relationships")
     func schemaExtension() async throws {
         let temp = try TemporaryDirectory()

@@ -13,12 +13,18 @@ public struct RESTSyncUpTarget: SyncUpTarget {
     public let batchSize: Int
     public let idFieldName: String
     public let modificationDateFieldName: String
+    public let createFieldlist: [String]?
+    public let updateFieldlist: [String]?
 
-    /// - Throws: `SyncError.invalidTarget` for a bad type or batch size.
+    /// - Parameters:
+    ///   - createFieldlist: the fields creates send, in place of the sync's `fieldlist`.
+    ///   - updateFieldlist: the fields updates send, in place of the sync's `fieldlist`.
+    /// - Throws: `SyncError.invalidTarget` for a bad type, batch size or field name.
     public init(
         client: RESTClient, objectType: String, externalIdFieldName: String = "BatonExternalId__c",
         batchSize: Int = 200,
-        idFieldName: String = "Id", modificationDateFieldName: String = "LastModifiedDate"
+        idFieldName: String = "Id", modificationDateFieldName: String = "LastModifiedDate",
+        createFieldlist: [String]? = nil, updateFieldlist: [String]? = nil
     ) throws {
         guard Names.isValid(objectType), !objectType.contains(".") else {
             throw SyncError(.invalidTarget, "'\(objectType.prefix(80))' is not an sObject type")
@@ -32,15 +38,23 @@ public struct RESTSyncUpTarget: SyncUpTarget {
         self.batchSize = batchSize
         self.idFieldName = idFieldName
         self.modificationDateFieldName = modificationDateFieldName
+        for name in (createFieldlist ?? []) + (updateFieldlist ?? []) where !Names.isValid(name) {
+            throw SyncError(.invalidTarget, "'\(name.prefix(80))' is not a field name")
+        }
+        self.createFieldlist = createFieldlist
+        self.updateFieldlist = updateFieldlist
     }
 
     public var json: JSONObject {
-        [
+        var object: JSONObject = [
             "type": "rest", "objectType": .string(objectType),
             "externalIdFieldName": .string(externalIdFieldName),
             "batchSize": .int(Int64(batchSize)), "idFieldName": .string(idFieldName),
             "modificationDateFieldName": .string(modificationDateFieldName),
         ]
+        if let createFieldlist { object["createFieldlist"] = .array(createFieldlist.map(JSONValue.string)) }
+        if let updateFieldlist { object["updateFieldlist"] = .array(updateFieldlist.map(JSONValue.string)) }
+        return object
     }
 
     public func send(_ changes: [LocalChange]) async throws -> [SyncUpOutcome] {

@@ -31,6 +31,18 @@ public struct RESTTargetFactory: SyncTargetFactory {
             externalIdFieldName: json["externalIdFieldName"]?.stringValue ?? "BatonExternalId__c",
             batchSize: json["batchSize"]?.intValue.map(Int.init) ?? 200,
             idFieldName: json["idFieldName"]?.stringValue ?? "Id",
-            modificationDateFieldName: json["modificationDateFieldName"]?.stringValue ?? "LastModifiedDate")
+            modificationDateFieldName: json["modificationDateFieldName"]?.stringValue ?? "LastModifiedDate",
+            createFieldlist: try Self.fieldlist(json, "createFieldlist"),
+            updateFieldlist: try Self.fieldlist(json, "updateFieldlist"))
+    }
+
+    /// A list of field names under `key`, if there is one.
+    static func fieldlist(_ json: JSONObject, _ key: String) throws -> [String]? {
+        guard let value = json[key], !value.isNull else { return nil }
+        let names = value.arrayValue?.compactMap(\.stringValue)
+        guard let names, names.count == value.arrayValue?.count else {
+            throw SyncError(.invalidTarget, "\(key) must be a list of field names")
+        }
+        return names
     }
 }

@@ -44,10 +44,22 @@ public struct FieldDescription: Sendable, Hashable {
     public var childRelationshipName: String?
     /// Kept by the server (`Id`, the time stamps): never written by a client.
     public var serverManaged: Bool
+    /// The most characters a text value may have (`length` in describe); `nil`: no limit.
+    public var length: Int?
+    /// A create must give it a value and no write may make it null (`nillable: false`).
+    public var required: Bool
+    /// A picklist's values, in order.
+    public var picklistValues: [String]
+    /// Only ``picklistValues`` may be written (`restrictedPicklist` in describe).
+    public var restrictedPicklist: Bool
+    /// The name people see (`Account Name`), which Salesforce's messages use.
+    public var label: String
 
     public init(
         name: String, type: FieldType, referenceTo: String? = nil, relationshipName: String? = nil,
-        childRelationshipName: String? = nil, serverManaged: Bool = false
+        childRelationshipName: String? = nil, serverManaged: Bool = false, length: Int? = nil,
+        required: Bool = false, picklistValues: [String] = [], restrictedPicklist: Bool = false,
+        label: String? = nil
     ) {
         self.name = name
         self.type = type
@@ -55,6 +67,52 @@ public struct FieldDescription: Sendable, Hashable {
         self.relationshipName = relationshipName
         self.childRelationshipName = childRelationshipName
         self.serverManaged = serverManaged
+        self.length = length
+        self.required = required
+        self.picklistValues = picklistValues
+        self.restrictedPicklist = restrictedPicklist
+        self.label = label ?? Self.label(of: name)
+    }
+
+    /// `LastName` → `Last Name`, `Rating__c` → `Rating`, `Due_Date__c` → `Due Date`.
+    static func label(of name: String) -> String {
+        let base = name.hasSuffix("__c") ? String(name.dropLast(3)) : name
+        var out = ""
+        var previous: Character?
+        for character in base {
+            if character == "_" {
+                if out.last != " " { out.append(" ") }
+            } else {
+                if character.isUppercase, let previous, previous.isLowercase { out.append(" ") }
+                out.append(character)
+            }
+            previous = character
+        }
+        return out.trimmingCharacters(in: .whitespaces)
+    }
+
+    /// Salesforce's answer when `value` breaks this field's rules (too long, not a value of a
+    /// restricted picklist, null where required), or `nil`.
+    func violation(by value: JSONValue) -> SalesforceError? {
+        switch value {
+        case .null where required, .string("") where required:
+            return .requiredFieldsMissing([name])
+        case .string(let text):
+            if let length, text.count > length {
+                return SalesforceError(
+                    status: 400, "STRING_TOO_LONG",
+                    "\(label): data value too large: \(text.prefix(80))\(text.count > 80 ? "…" : "") (max length=\(length))",
+                    fields: [name])
+            }
+            if type == .picklist, restrictedPicklist, !picklistValues.contains(text) {
+                return SalesforceError(
+                    status: 400, "INVALID_OR_NULL_FOR_RESTRICTED_PICKLIST",
+                    "\(label): bad value for restricted picklist field: \(text.prefix(80))", fields: [name])
+            }
+            return nil
+        default:
+            return nil
+        }
     }
 }
 
@@ -70,12 +128,12 @@ public struct ObjectDescription: Sendable, Hashable {
     init(name: String) {
         self.name = name
         add(.init(name: "Id", type: .id, serverManaged: true))
-        add(.init(name: "Name", type: .string))
+        add(.init(name: "Name", type: .string, length: 255))
         add(.init(name: "CreatedDate", type: .datetime, serverManaged: true))
         add(.init(name: "LastModifiedDate", type: .datetime, serverManaged: true))
         add(.init(name: "SystemModstamp", type: .datetime, serverManaged: true))
         add(.init(name: "OwnerId", type: .reference, referenceTo: "User", relationshipName: "Owner"))
-        add(.init(name: ServerSchema.externalIdField, type: .string))
+        add(.init(name: ServerSchema.externalIdField, type: .string, length: 255))
     }
 
     /// Adds a field, or replaces the one of that name.
@@ -172,33 +230,48 @@ public struct ServerSchema: Sendable, Hashable {
     }
 
     /// The built-in schema: the standard objects the server seeds, with the usual fields.
+    /// The types a new server knows: `User`, `Account`, `Contact` and `Opportunity` with their
+    /// common fields, lengths, picklist values and required fields as a new Salesforce org has
+    /// them (standard picklists are not restricted), plus the custom fields Baton's demo, chaos
+    /// and bench write.
     public static let standard: ServerSchema = {
         var schema = ServerSchema()
         func add(_ type: String, _ fields: [FieldDescription]) {
             schema.declare(type: type)
             for field in fields { schema.declare(field, on: type) }
         }
+        func text(_ name: String, _ length: Int, required: Bool = false, label: String? = nil)
+            -> FieldDescription
+        {
+            .init(name: name, type: .string, length: length, required: required, label: label)
+        }
+        func picklist(_ name: String, _ values: [String], required: Bool = false) -> FieldDescription {
+            .init(name: name, type: .picklist, length: 255, required: required, picklistValues: values)
+        }
+        let description = FieldDescription(name: "Description", type: .textarea, length: 32_000)
         add(
             "User",
             [
-                .init(name: "FirstName", type: .string), .init(name: "LastName", type: .string),
-                .init(name: "Username", type: .string), .init(name: "Email", type: .email),
-                .init(name: "IsActive", type: .boolean),
+                text("FirstName", 40), text("LastName", 80), text("Username", 80),
+                .init(name: "Email", type: .email, length: 128), .init(name: "IsActive", type: .boolean),
             ])
-        // The custom fields Baton's demo, chaos and bench write.
-        let custom: [FieldDescription] = [
-            .init(name: "Number__c", type: .double), .init(name: "Rating__c", type: .string),
-        ]
+        let custom: [FieldDescription] = [.init(name: "Number__c", type: .double), text("Rating__c", 255)]
         add(
             "Account",
             [
-                .init(name: "AccountNumber", type: .string), .init(name: "Type", type: .picklist),
-                .init(name: "Industry", type: .picklist), .init(name: "Rating", type: .picklist),
-                .init(name: "Phone", type: .phone), .init(name: "Website", type: .url),
-                .init(name: "Description", type: .textarea), .init(name: "AnnualRevenue", type: .currency),
-                .init(name: "NumberOfEmployees", type: .int), .init(name: "BillingStreet", type: .textarea),
-                .init(name: "BillingCity", type: .string), .init(name: "BillingState", type: .string),
-                .init(name: "BillingPostalCode", type: .string), .init(name: "BillingCountry", type: .string),
+                text("Name", 255, required: true, label: "Account Name"), text("AccountNumber", 40),
+                picklist(
+                    "Type", ["Prospect", "Customer - Direct", "Customer - Channel", "Partner", "Other"]),
+                picklist(
+                    "Industry",
+                    ["Agriculture", "Banking", "Chemicals", "Communications", "Education", "Energy", "Other"]),
+                picklist("Rating", ["Hot", "Warm", "Cold"]),
+                .init(name: "Phone", type: .phone, length: 40),
+                .init(name: "Website", type: .url, length: 255),
+                description, .init(name: "AnnualRevenue", type: .currency),
+                .init(name: "NumberOfEmployees", type: .int),
+                .init(name: "BillingStreet", type: .textarea, length: 255), text("BillingCity", 40),
+                text("BillingState", 80), text("BillingPostalCode", 20), text("BillingCountry", 80),
                 .init(
                     name: "ParentId", type: .reference, referenceTo: "Account", relationshipName: "Parent",
                     childRelationshipName: "ChildAccounts"),
@@ -206,12 +279,12 @@ public struct ServerSchema: Sendable, Hashable {
         add(
             "Contact",
             [
-                .init(name: "FirstName", type: .string), .init(name: "LastName", type: .string),
-                .init(name: "Salutation", type: .picklist), .init(name: "Title", type: .string),
-                .init(name: "Email", type: .email), .init(name: "Phone", type: .phone),
-                .init(name: "MobilePhone", type: .phone), .init(name: "Birthdate", type: .date),
-                .init(name: "Department", type: .string), .init(name: "Description", type: .textarea),
-                .init(name: "MailingCity", type: .string), .init(name: "MailingCountry", type: .string),
+                text("FirstName", 40), text("LastName", 80, required: true),
+                picklist("Salutation", ["Mr.", "Ms.", "Mrs.", "Dr.", "Prof."]), text("Title", 128),
+                .init(name: "Email", type: .email, length: 80),
+                .init(name: "Phone", type: .phone, length: 40),
+                .init(name: "MobilePhone", type: .phone, length: 40), .init(name: "Birthdate", type: .date),
+                text("Department", 80), description, text("MailingCity", 40), text("MailingCountry", 80),
                 .init(
                     name: "AccountId", type: .reference, referenceTo: "Account", relationshipName: "Account",
                     childRelationshipName: "Contacts"),
@@ -223,11 +296,20 @@ public struct ServerSchema: Sendable, Hashable {
         add(
             "Opportunity",
             [
-                .init(name: "StageName", type: .picklist), .init(name: "CloseDate", type: .date),
+                text("Name", 120, required: true, label: "Opportunity Name"),
+                picklist(
+                    "StageName",
+                    [
+                        "Prospecting", "Qualification", "Needs Analysis", "Value Proposition",
+                        "Negotiation/Review",
+                        "Closed Won", "Closed Lost",
+                    ], required: true),
+                .init(name: "CloseDate", type: .date, required: true),
                 .init(name: "Amount", type: .currency), .init(name: "Probability", type: .percent),
-                .init(name: "Type", type: .picklist), .init(name: "LeadSource", type: .picklist),
-                .init(name: "Description", type: .textarea), .init(name: "IsClosed", type: .boolean),
-                .init(name: "IsWon", type: .boolean),
+                picklist(
+                    "Type", ["New Customer", "Existing Customer - Upgrade", "Existing Customer - Downgrade"]),
+                picklist("LeadSource", ["Web", "Phone Inquiry", "Partner Referral", "Other"]),
+                description, .init(name: "IsClosed", type: .boolean), .init(name: "IsWon", type: .boolean),
                 .init(
                     name: "AccountId", type: .reference, referenceTo: "Account", relationshipName: "Account",
                     childRelationshipName: "Opportunities"),
@@ -235,8 +317,6 @@ public struct ServerSchema: Sendable, Hashable {
         return schema
     }()
 
-    /// The built-in schema with the types and fields of `json` added (the `--schema` file's
-    /// format, above).
     public init(extending base: ServerSchema = .standard, json: JSONValue) throws {
         self = base
         try merge(json)
@@ -274,6 +354,9 @@ public struct ServerSchema: Sendable, Hashable {
         }
     }
 
+    /// One entry of a schema file's `fields`: `name`, `type` (default `string`), and optionally
+    /// `length`, `required`, `picklistValues`, `restrictedPicklist`, and for a `reference`
+    /// `referenceTo`, `relationshipName`, `childRelationshipName`.
     static func field(_ json: JSONValue, of object: String) throws -> FieldDescription {
         guard let name = json.value(atPath: "name")?.stringValue, RecordStorage.isFieldName(name) else {
             throw SalesforceError.badRequest("each field of \(object) needs a valid \"name\"")
@@ -285,6 +368,46 @@ public struct ServerSchema: Sendable, Hashable {
                 "field \(object).\(name): unknown type '\(typeName)' (one of \(known))")
         }
         var field = FieldDescription(name: name, type: type)
+        if let label = json.value(atPath: "label") {
+            guard let text = label.stringValue, !text.isEmpty else {
+                throw SalesforceError.badRequest(
+                    "field \(object).\(name): \"label\" must be a non-empty string")
+            }
+            field.label = text
+        }
+        if let length = json.value(atPath: "length") {
+            guard let value = length.intValue, value > 0, value <= 131_072 else {
+                throw SalesforceError.badRequest("field \(object).\(name): \"length\" must be 1–131072")
+            }
+            field.length = Int(value)
+        }
+        if let required = json.value(atPath: "required") {
+            guard let value = required.boolValue else {
+                throw SalesforceError.badRequest(
+                    "field \(object).\(name): \"required\" must be true or false")
+            }
+            field.required = value
+        }
+        if let values = json.value(atPath: "picklistValues") {
+            guard let list = values.arrayValue, type == .picklist else {
+                throw SalesforceError.badRequest(
+                    "field \(object).\(name): \"picklistValues\" is a list of strings, for a picklist")
+            }
+            field.picklistValues = try list.map { value in
+                guard let text = value.stringValue else {
+                    throw SalesforceError.badRequest(
+                        "field \(object).\(name): each picklist value is a string")
+                }
+                return text
+            }
+        }
+        if let restricted = json.value(atPath: "restrictedPicklist") {
+            guard let value = restricted.boolValue, type == .picklist else {
+                throw SalesforceError.badRequest(
+                    "field \(object).\(name): \"restrictedPicklist\" is true or false, for a picklist")
+            }
+            field.restrictedPicklist = value
+        }
         if type == .reference {
             guard let parent = json.value(atPath: "referenceTo")?.stringValue,
                 RecordStorage.isTypeName(parent)

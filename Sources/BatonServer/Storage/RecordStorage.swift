@@ -100,7 +100,8 @@ final class RecordStorage: Sendable {
 
     /// `fields` checked against `type`'s declaration and keyed by the canonical names: an unknown
     /// field is `INVALID_FIELD`, a server-managed one `INVALID_FIELD_FOR_INSERT_UPDATE`, a value
-    /// of the wrong kind `JSON_PARSER_ERROR`.
+    /// of the wrong kind `JSON_PARSER_ERROR`, one that breaks the field's rules
+    /// `STRING_TOO_LONG`, `INVALID_OR_NULL_FOR_RESTRICTED_PICKLIST` or `REQUIRED_FIELD_MISSING`.
     func writable(_ fields: JSONObject, type: String) throws -> JSONObject {
         try Self.writable(fields, for: try object(type))
     }
@@ -120,9 +121,18 @@ final class RecordStorage: Sendable {
                     "Cannot deserialize instance of \(field.type.rawValue) from \(value.kindName) value for field \(field.name)"
                 )
             }
+            if let violation = field.violation(by: value) { throw violation }
             out[field.name] = value
         }
         return out
+    }
+
+    /// `REQUIRED_FIELD_MISSING` when a new record of `object` would lack a required field.
+    static func checkRequired(_ fields: JSONObject, for object: ObjectDescription) throws {
+        let missing = object.fields.filter {
+            $0.required && [.null, .string("")].contains(fields[$0.name] ?? .null)
+        }.map(\.name)
+        if !missing.isEmpty { throw SalesforceError.requiredFieldsMissing(missing) }
     }
 
     // MARK: - Single-record operations (inside a transaction)
@@ -153,6 +163,7 @@ final class RecordStorage: Sendable {
     func create(_ db: Database, type: String, fields: JSONObject) throws -> String {
         let object = try object(type)
         let fields = try Self.writable(fields, for: object)
+        try Self.checkRequired(fields, for: object)
         let type = object.name
         let id = try nextId(db, type: type)
         let stamp = nextTimeStamp()

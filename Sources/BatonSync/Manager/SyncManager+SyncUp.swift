@@ -49,7 +49,9 @@ extension SyncManager {
         let soup = state.soupName
         let idField = target.idFieldName
         let extField = target.externalIdFieldName
-        let fieldlist = state.options.fieldlist
+        // Mobile Sync: the target's own list for each kind of change replaces the sync's.
+        let createFields = target.createFieldlist ?? state.options.fieldlist
+        let updateFields = target.updateFieldlist ?? state.options.fieldlist
         let access = try writer()
 
         // 1. Classify; give new records their external id and drop created-then-deleted ones,
@@ -81,12 +83,12 @@ extension SyncManager {
                     changes.append(
                         LocalChange(
                             entryId: entryId, kind: .create, serverId: nil,
-                            fields: Self.outgoing(record, fieldlist, extField)))
+                            fields: Self.outgoing(record, createFields, extField)))
                 } else {
                     changes.append(
                         LocalChange(
                             entryId: entryId, kind: .update, serverId: serverId,
-                            fields: Self.outgoing(record, fieldlist, nil)))
+                            fields: Self.outgoing(record, updateFields, nil)))
                 }
                 sentRecords[entryId] = record
             }
@@ -97,12 +99,31 @@ extension SyncManager {
         // Each record as it was when its change was made, to tell a local edit made meanwhile.
         var sentRecords = classified
 
-        // 2. leaveIfChanged: skip records changed on the server since they were fetched.
+        // 2. leaveIfChanged: skip records changed on the server since they were fetched. When
+        //    the server's dates cannot be fetched, the sync goes on as Mobile Sync's does: the
+        //    records it cannot compare stay dirty for the next sync up, creates go.
         var toSend = changes
         var serverGone: Set<Int64> = []
+        var uncompared: [Int64: String] = [:]
         if state.mergeMode == .leaveIfChanged {
             let ids = changes.compactMap(\.serverId)
-            let serverStamps = ids.isEmpty ? [:] : try await target.fetchModificationTimeStamps(ids: ids)
+            var serverStamps: [String: Int64] = [:]
+            do {
+                if !ids.isEmpty { serverStamps = try await target.fetchModificationTimeStamps(ids: ids) }
+            } catch {
+                try checkForStop(state.id)
+                try Task.checkCancellation()
+                logger.warning(
+                    "sync up goes on without the server's modification dates; the records they were for stay dirty",
+                    metadata: [
+                        "baton.sync": "\(state.id)", "baton.records": "\(ids.count)",
+                        "baton.error": "\(error)",
+                    ])
+                for change in changes where change.serverId != nil {
+                    uncompared[change.entryId] =
+                        "not sent: the server's modification date could not be fetched (leaveIfChanged): \(error)"
+                }
+            }
             let localStamps = try await store.read { reader -> [Int64: Int64] in
                 var stamps: [Int64: Int64] = [:]
                 for change in changes where change.serverId != nil {
@@ -116,6 +137,7 @@ extension SyncManager {
             }
             toSend = changes.filter { change in
                 guard let serverId = change.serverId else { return true }
+                if uncompared[change.entryId] != nil { return false }
                 guard let serverStamp = serverStamps[serverId] else {
                     serverGone.insert(change.entryId)
                     return change.kind == .delete
@@ -146,7 +168,7 @@ extension SyncManager {
                     again.append(
                         LocalChange(
                             entryId: change.entryId, kind: .create, serverId: nil,
-                            fields: Self.outgoing(record, fieldlist, extField)))
+                            fields: Self.outgoing(record, createFields, extField)))
                     resent[change.entryId] = record
                 }
                 return (again, resent)
@@ -165,10 +187,16 @@ extension SyncManager {
         let finalOutcomes = outcomes
         let sentAs = sentRecords
         let gone = serverGone
+        let notCompared = uncompared
         try await access.write { transaction in
             for (entryId, kind) in kinds.sorted(by: { $0.key < $1.key }) {
                 guard var record = try transaction.entry(entryId, in: soup)?.record else { continue }
                 guard let outcome = finalOutcomes[entryId] else {
+                    if let reason = notCompared[entryId] {
+                        record[LocalFlags.lastError] = .string(reason)
+                        try transaction.upsert(record, into: soup, entryId: entryId)
+                        continue
+                    }
                     if gone.contains(entryId), kind == .update {
                         record[LocalFlags.lastError] = "deleted on the server; left as is (leaveIfChanged)"
                         try transaction.upsert(record, into: soup, entryId: entryId)

@@ -44,6 +44,12 @@ public protocol SyncUpTarget: Sendable {
     var externalIdFieldName: String { get }
     /// Changes sent per call.
     var batchSize: Int { get }
+    /// The fields a create sends (Mobile Sync's `createFieldlist`); `nil`: the sync's
+    /// `fieldlist`, or every field.
+    var createFieldlist: [String]? { get }
+    /// The fields an update sends (`updateFieldlist`); `nil`: the sync's `fieldlist`, or every
+    /// field.
+    var updateFieldlist: [String]? { get }
     /// Sends one batch; returns one outcome per change, in order. Throws only when the whole
     /// batch could not be sent (connection lost, cancelled).
     func send(_ changes: [LocalChange]) async throws -> [SyncUpOutcome]
@@ -51,4 +57,9 @@ public protocol SyncUpTarget: Sendable {
     func fetchModificationTimeStamps(ids: [String]) async throws -> [String: Int64]
     /// A local record's modification time stamp (as last fetched), in ms since 1970.
     func modificationTimeStamp(of record: JSONObject) -> Int64?
+}
+
+extension SyncUpTarget {
+    public var createFieldlist: [String]? { nil }
+    public var updateFieldlist: [String]? { nil }
 }
