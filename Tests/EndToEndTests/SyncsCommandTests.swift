@@ -38,6 +38,9 @@ struct SyncsCommandTests {
         #expect(stopped.status == 0)
         #expect(stopped.stdout.contains("accounts"))
         #expect(stopped.stdout.contains("50%"))
+        // Each sync's target type is a column of its own.
+        #expect(stopped.stdout.contains("TARGET"))
+        #expect(stopped.stdout.split(separator: "\n").last?.contains(" soql ") == true)
         #expect(!stopped.stdout.contains("syncUp"))
 
         let bad = try await BatonProcess.run(["syncs", "--dir", dir, "--status", "paused"])

@@ -74,11 +74,12 @@ public struct ParticipantLaunch: Sendable {
             faults.failWritesWhileFileExists(file)
             return faults
         }
+        let client = RESTClient(baseURL: server, token: token, logger: logger)
+        // The syncs first: a bad --sync-down or --syncs-config is refused before the store is touched.
+        let syncs = try specs.syncs(client: client)
         let store = try SharedStore.open(
             directory: try SharedDirectory(path: directory, create: true), create: true,
             busyTimeout: .milliseconds(Int64(busyTimeout * 1000)), faults: faults, logger: logger)
-        let client = RESTClient(baseURL: server, token: token, logger: logger)
-        let syncs = try specs.syncs(client: client)
         let manager = SyncManager(
             store: store, targetFactory: RESTTargetFactory(client: client), logger: logger)
         let participant = try Participant(

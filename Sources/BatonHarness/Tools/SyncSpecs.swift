@@ -3,10 +3,13 @@ import BatonREST
 import BatonSync
 
 /// The syncs `baton participant` runs, from its `--sync-down NAME:SOUP:SOQL` and
-/// `--sync-up NAME:SOUP[:TYPE]` options.
+/// `--sync-up NAME:SOUP[:TYPE]` options and its `--syncs-config FILE` (Mobile Sync's
+/// `usersyncs.json` format, after the options' syncs).
 public struct SyncSpecs: Sendable {
     public var downs: [String]
     public var ups: [String]
+    /// A syncs config file (``SyncsConfig``).
+    public var configFile: String?
     /// Names of sync downs to follow with clean resync ghosts.
     public var cleanGhosts: [String] = []
     public var batchSize: Int?
@@ -48,6 +51,33 @@ public struct SyncSpecs: Sendable {
                 .up(
                     name: parts[0], soup: parts[1], target: target,
                     options: SyncOptions(mergeMode: upMergeMode)))
+        }
+        if let configFile {
+            let config: SyncsConfig
+            do {
+                config = try SyncsConfig(
+                    contentsOfFile: configFile, factory: RESTTargetFactory(client: client))
+            } catch let error as SyncError {
+                throw CLIError(message: "--syncs-config: \(error.message)")
+            }
+            for entry in config.entries {
+                guard !syncs.contains(where: { $0.name == entry.name }) else {
+                    throw CLIError(
+                        message:
+                            "--syncs-config: \(configFile):\(entry.line): the sync '\(entry.name)' is also given by an option"
+                    )
+                }
+                switch entry.target {
+                case .down(let target):
+                    syncs.append(
+                        .down(
+                            name: entry.name, soup: entry.soupName, target: target, options: entry.options,
+                            cleanGhosts: cleanGhosts.contains(entry.name)))
+                case .up(let target):
+                    syncs.append(
+                        .up(name: entry.name, soup: entry.soupName, target: target, options: entry.options))
+                }
+            }
         }
         return syncs
     }

@@ -44,10 +44,13 @@ public struct SyncsReport: Encodable {
 
     /// A table, one row per sync.
     public var lines: [String] {
-        let header = ["ID", "NAME", "TYPE", "SOUP", "STATUS", "PROGRESS", "TOTAL", "MAXTIMESTAMP", "ERROR"]
+        let header = [
+            "ID", "NAME", "TYPE", "TARGET", "SOUP", "STATUS", "PROGRESS", "TOTAL", "MAXTIMESTAMP", "ERROR",
+        ]
         let rows = syncs.map { sync in
             [
-                String(sync.id), sync.name ?? "-", sync.type.rawValue, sync.soupName, sync.status.rawValue,
+                String(sync.id), sync.name ?? "-", sync.type.rawValue,
+                sync.target["type"]?.stringValue ?? "-", sync.soupName, sync.status.rawValue,
                 "\(sync.progress)%",
                 String(sync.totalSize), String(sync.maxTimeStamp),
                 Self.errorColumn(sync, retry: sync.name.flatMap { retries[$0] }),

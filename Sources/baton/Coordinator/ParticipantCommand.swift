@@ -34,6 +34,12 @@ struct ParticipantCommand: AsyncParsableCommand {
         name: .customLong("sync-up"),
         help: "NAME:SOUP[:TYPE] — a sync up; TYPE defaults to the sync down's object on that soup.")
     var syncUps: [String] = []
+    @Option(
+        name: .customLong("syncs-config"),
+        help: ArgumentHelp(
+            "A JSON file of named syncs in Mobile Sync's usersyncs.json format, run as writer after the --sync-down and --sync-up ones (see docs/sync-engine.md).",
+            valueName: "file"))
+    var syncsConfig: String?
     @Option(name: .customLong("batch-size"), help: "Records per sync down page (1-2000).") var batchSize: Int?
     @Option(
         name: .customLong("clean-ghosts"),
@@ -104,6 +110,7 @@ struct ParticipantCommand: AsyncParsableCommand {
     var launch: ParticipantLaunch {
         var specs = SyncSpecs(downs: syncDowns, ups: syncUps)
         specs.cleanGhosts = cleanGhosts
+        specs.configFile = syncsConfig
         specs.batchSize = batchSize
         specs.downMergeMode = downMergeMode.mode
         specs.upMergeMode = upMergeMode.mode
