@@ -136,6 +136,7 @@ public struct ReferenceServer: Sendable {
         let versioned = router.group("services/data/:version").add(middleware: APIVersionMiddleware())
         data.register(on: versioned)
         CompositeRoutes(storage: storage, data: data).register(on: versioned)
+        DescribeRoutes(storage: storage, data: data).register(on: versioned)
         AdminRoutes(storage: storage, faults: faults, stats: stats).register(on: router.group("admin"))
         return router
     }

@@ -52,6 +52,7 @@ struct DataRoutes: Sendable {
                     }
                     return record
                 }
+                storage.recentItems.touch(type: type, id: id)
                 return try recordResponse(record, type: type, request: request, context: context)
             }
         }

@@ -206,6 +206,15 @@ public struct ServerSchema: Sendable, Hashable {
     }
 
     /// Adds (or replaces) a field of `type`, declaring the type if it is new.
+    /// The lookups of other types (or this one) that name a child relationship to `parent`:
+    /// the child type, its lookup field and the relationship's name, sorted by name.
+    public func childRelationships(of parent: String) -> [(childType: String, field: String, name: String)] {
+        (children[parent.lowercased()] ?? [:]).map { _, entry in
+            let field = object(entry.type)?.field(entry.field)
+            return (entry.type, entry.field, field?.childRelationshipName ?? entry.field)
+        }.sorted { $0.name < $1.name }
+    }
+
     public mutating func declare(_ field: FieldDescription, on type: String) {
         var object = objects[type.lowercased()] ?? ObjectDescription(name: type)
         object.add(field)

@@ -17,13 +17,18 @@ enum RecordId {
 
     /// The id for sequence number `sequence` of `type`.
     static func make(type: String, sequence: Int64) -> String {
+        make(prefix: prefix(for: type), sequence: sequence)
+    }
+
+    /// The id with key prefix `prefix` (3 characters) for sequence number `sequence`.
+    static func make(prefix: String, sequence: Int64) -> String {
         var digits: [Character] = []
         var value = sequence
         for _ in 0..<12 {
             digits.append(base62[Int(value % 62)])
             value /= 62
         }
-        let id15 = prefix(for: type) + String(digits.reversed())
+        let id15 = prefix + String(digits.reversed())
         return id15 + suffix(id15)
     }
 

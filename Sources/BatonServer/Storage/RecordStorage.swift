@@ -9,6 +9,9 @@ import SOQL
 /// index.
 final class RecordStorage: Sendable {
     let queue: DatabaseQueue
+    /// Records created, changed or read by id through the API, newest first: what
+    /// `GET sobjects/TYPE` answers as `recentItems`.
+    let recentItems = RecentItems()
     /// The last time stamp handed out, so every write gets a strictly later one than the last.
     private let lastTimeStamp = Locked<Int64>(0)
 
@@ -171,6 +174,7 @@ final class RecordStorage: Sendable {
             sql:
                 "INSERT INTO records (id, type, created, lastModified, systemModstamp, fields) VALUES (?, ?, ?, ?, ?, ?)",
             arguments: [id, type, stamp, stamp, stamp, fields.jsonString])
+        recentItems.touch(type: type, id: id)
         return id
     }
 
@@ -188,6 +192,7 @@ final class RecordStorage: Sendable {
         try db.execute(
             sql: "UPDATE records SET fields = ?, lastModified = ?, systemModstamp = ? WHERE id = ?",
             arguments: [merged.jsonString, stamp, stamp, id])
+        recentItems.touch(type: type, id: id)
     }
 
     /// Creates or updates the record whose `field` equals `value`.
@@ -319,3 +324,22 @@ final class RecordStorage: Sendable {
 #elseif canImport(Darwin)
     import Darwin
 #endif
+
+/// The most recently used records of each type, newest first (at most ``limit`` a type); ids of
+/// records since deleted are skipped when read.
+final class RecentItems: Sendable {
+    static let limit = 200
+    private let ids = Locked<[String: [String]]>([:])
+
+    func touch(type: String, id: String) {
+        ids.withLock { all in
+            var list = all[type, default: []]
+            list.removeAll { $0 == id }
+            list.insert(id, at: 0)
+            if list.count > Self.limit { list.removeLast(list.count - Self.limit) }
+            all[type] = list
+        }
+    }
+
+    func ids(type: String) -> [String] { ids.withLock { $0[type] ?? [] } }
+}

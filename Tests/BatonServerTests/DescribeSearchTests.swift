@@ -1,0 +1,152 @@
+import BatonJSON
+import BatonREST
+import BatonServer
+import BatonTestSupport
+import Foundation
+import Testing
+
+/// The routes besides records: describe, basic information with recent items, layouts and SOSL.
+@Suite("describe, recent items, layouts and search")
+struct DescribeSearchTests {
+    func get(_ client: RESTClient, _ path: String) async throws -> JSONValue {
+        try await client.send(.GET, "/services/data/v60.0/" + path, idempotent: true).body
+    }
+
+    func errorCode(_ call: () async throws -> Void) async -> String? {
+        do {
+            try await call()
+            return nil
+        } catch let error as RESTError {
+            return error.errorCode
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test("describe names the fields with their types, lengths, picklists and relationships")
+    func describe() async throws {
+        try await withLiveServer { _, client in
+            let account = try await get(client, "sobjects/Account/describe")
+            #expect(account.value(atPath: "name") == "Account")
+            #expect(account.value(atPath: "label") == "Account")
+            #expect(account.value(atPath: "keyPrefix") == "001")
+            #expect(
+                account.value(atPath: "createable") == true && account.value(atPath: "searchable") == true)
+            #expect(
+                account.value(atPath: "urls.describe") == "/services/data/v60.0/sobjects/Account/describe")
+            let fields = Dictionary(
+                uniqueKeysWithValues: (account.value(atPath: "fields")?.arrayValue ?? []).map {
+                    ($0.value(atPath: "name")?.stringValue ?? "", $0)
+                })
+            #expect(fields["Name"]?.value(atPath: "label") == "Account Name")
+            #expect(fields["Name"]?.value(atPath: "length") == 255)
+            #expect(fields["Name"]?.value(atPath: "nillable") == false)
+            #expect(fields["Id"]?.value(atPath: "type") == "id")
+            #expect(fields["LastModifiedDate"]?.value(atPath: "createable") == false)
+            #expect(
+                fields["Rating"]?.value(atPath: "picklistValues")?.arrayValue?.first?.value(atPath: "value")
+                    == "Hot")
+            #expect(fields["ParentId"]?.value(atPath: "referenceTo") == ["Account"])
+            let children = account.value(atPath: "childRelationships")?.arrayValue ?? []
+            #expect(
+                children.contains {
+                    $0.value(atPath: "childSObject") == "Contact"
+                        && $0.value(atPath: "relationshipName") == "Contacts"
+                        && $0.value(atPath: "field") == "AccountId"
+                })
+            #expect(
+                await errorCode { _ = try await get(client, "sobjects/Nothing__c/describe") } == "NOT_FOUND")
+        }
+    }
+
+    @Test("sobjects/TYPE lists records created, changed or read through the API, newest first")
+    func recentItems() async throws {
+        try await withLiveServer { _, client in
+            _ = try await client.adminSeed(type: "Account", count: 3)  // seeded, not used: not recent
+            let first = try await client.create(type: "Account", fields: ["Name": "First"])
+            let second = try await client.create(type: "Account", fields: ["Name": "Second"])
+            var info = try await get(client, "sobjects/Account")
+            #expect(info.value(atPath: "objectDescribe.keyPrefix") == "001")
+            #expect(
+                info.value(atPath: "recentItems")?.arrayValue?.compactMap {
+                    $0.value(atPath: "Id")?.stringValue
+                } == [second, first])
+            _ = try await client.get(type: "Account", id: first)
+            info = try await get(client, "sobjects/Account")
+            #expect(info.value(atPath: "recentItems")?.arrayValue?.first?.value(atPath: "Name") == "First")
+            try await client.delete(type: "Account", id: first)
+            info = try await get(client, "sobjects/Account")
+            #expect(info.value(atPath: "recentItems")?.arrayValue?.count == 1)
+        }
+    }
+
+    @Test("layouts: the UI API's Full and Compact, and describe/layouts")
+    func layouts() async throws {
+        try await withLiveServer { _, client in
+            let compact = try await get(client, "ui-api/layout/Account?layoutType=Compact")
+            #expect(compact.value(atPath: "layoutType") == "Compact")
+            #expect(compact.value(atPath: "mode") == "View")
+            let items =
+                compact.value(atPath: "sections")?.arrayValue?.first?.value(atPath: "layoutRows")?.arrayValue?
+                .first?.value(atPath: "layoutItems")?.arrayValue ?? []
+            #expect(
+                items.first?.value(atPath: "layoutComponents")?.arrayValue?.first?.value(atPath: "apiName")
+                    == "Name")
+            #expect(items.first?.value(atPath: "required") == true)
+            let full = try await get(client, "ui-api/layout/Contact")
+            #expect(full.value(atPath: "layoutType") == "Full")
+            #expect(
+                await errorCode { _ = try await get(client, "ui-api/layout/Contact?layoutType=Huge") }
+                    == "INVALID_PARAMETER_VALUE")
+            let described = try await get(client, "sobjects/Account/describe/layouts")
+            #expect(
+                described.value(atPath: "layouts")?.arrayValue?.first?.value(atPath: "detailLayoutSections")?
+                    .arrayValue?
+                    .isEmpty == false)
+        }
+    }
+
+    @Test("SOSL: FIND in name or all fields, RETURNING with fields, filters and limits, OR and prefixes")
+    func search() async throws {
+        try await withLiveServer { _, client in
+            let acme = try await client.create(
+                type: "Account", fields: ["Name": "Acme Rockets", "Description": "makes rockets"])
+            _ = try await client.create(
+                type: "Account", fields: ["Name": "Globex", "Description": "acme's rival"])
+            _ = try await client.create(type: "Contact", fields: ["LastName": "Acme", "FirstName": "Wile"])
+            func ids(_ sosl: String) async throws -> [String] {
+                let encoded = sosl.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+                return try await get(client, "search?q=" + encoded).value(atPath: "searchRecords")?
+                    .arrayValue?
+                    .compactMap { $0.value(atPath: "Id")?.stringValue } ?? []
+            }
+            let named = try await get(
+                client,
+                "search?q=" + "find {acme} in NAME FIELDS returning  Account(Id, Name, Description)"
+                    .addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
+            let records = named.value(atPath: "searchRecords")?.arrayValue ?? []
+            #expect(records.count == 1)
+            #expect(records.first?.value(atPath: "attributes.type") == "Account")
+            #expect(records.first?.value(atPath: "Name") == "Acme Rockets")
+            #expect(records.first?.value(atPath: "Description") == "makes rockets")
+            // ALL FIELDS (the default) searches descriptions too; no RETURNING: every type, Id only.
+            #expect(try await ids("FIND {acme}").count == 3)
+            #expect(try await ids("FIND {acme} RETURNING Account").count == 2)
+            #expect(try await ids("FIND {acme} RETURNING Account(Id WHERE Name LIKE 'G%')").count == 1)
+            #expect(try await ids("FIND {acme} RETURNING Account(Id ORDER BY Name LIMIT 1)") == [acme])
+            #expect(try await ids("FIND {Glob*} IN NAME FIELDS RETURNING Account").count == 1)
+            #expect(try await ids("FIND {rockets OR globex} IN NAME FIELDS RETURNING Account").count == 2)
+            #expect(try await ids("FIND {nothing}").isEmpty)
+            #expect(try await ids("FIND {acme} LIMIT 1").count == 1)
+            for (sosl, code) in [
+                ("SEARCH {acme}", "MALFORMED_SEARCH"), ("FIND acme", "MALFORMED_SEARCH"),
+                ("FIND {a}", "INVALID_SEARCH"),
+                ("FIND {acme} RETURNING Nothing__c", "INVALID_TYPE"),
+                ("FIND {acme} RETURNING Account(Nope__c)", "INVALID_FIELD"),
+                ("FIND {acme} IN SOME FIELDS", "MALFORMED_SEARCH"),
+            ] {
+                #expect(await errorCode { _ = try await ids(sosl) } == code, "\(sosl)")
+            }
+        }
+    }
+}
