@@ -53,7 +53,8 @@ func withSyncFixture(_ body: @Sendable (SyncFixture) async throws -> Void) async
     var managerLogger = Logger(label: "test.sync")
     managerLogger.logLevel = .warning
     let manager = SyncManager(
-        unfenced: unfenced, targetFactory: RESTTargetFactory(client: client), logger: managerLogger)
+        unfenced: unfenced, targetFactory: RESTTargetFactory(client: client, store: unfenced.store),
+        logger: managerLogger)
     let fixture = SyncFixture(server: server, client: client, unfenced: unfenced, manager: manager)
     do {
         try await withThrowingTaskGroup(of: Void.self) { group in

@@ -81,7 +81,7 @@ public struct ParticipantLaunch: Sendable {
             directory: try SharedDirectory(path: directory, create: true), create: true,
             busyTimeout: .milliseconds(Int64(busyTimeout * 1000)), faults: faults, logger: logger)
         let manager = SyncManager(
-            store: store, targetFactory: RESTTargetFactory(client: client), logger: logger)
+            store: store, targetFactory: RESTTargetFactory(client: client, store: store), logger: logger)
         let participant = try Participant(
             configuration: ParticipantConfiguration(
                 name: name, role: role, priority: priority, syncs: syncs, initialLifecycle: initialLifecycle,

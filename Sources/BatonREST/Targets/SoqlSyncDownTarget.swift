@@ -77,25 +77,20 @@ public struct SoqlSyncDownTarget: SyncDownTarget {
     /// resume; later pages ask for ``batchSize``.
     public static let firstPageSize = 200
 
-    /// Asks first for the server's newest stamp on the object (``highWaterQuery``), then starts
+    /// Asks first for the server's newest stamp on the object (`SELECT MAX(LastModifiedDate)
+    /// FROM Account`, whatever the query's filter: one aggregate row, no records), then starts
     /// the query: every record the query has yet to serve was modified before the query
     /// started, so a served stamp later than the answer marks a record modified while the query
     /// was paged.
     public func startFetch(maxTimeStamp: Int64, inclusive: Bool) async throws -> SyncDownPage {
-        let newest = try await client.queryFirstPage(highWaterQuery.soql)
+        let highWater = try await TargetSupport.highWaterMark(
+            of: parsed.object, field: modificationDateFieldName, client: client)
         let page = try await client.queryFirstPage(
             query(maxTimeStamp: maxTimeStamp, inclusive: inclusive).soql,
             batchSize: min(batchSize ?? 2000, Self.firstPageSize))
         return SyncDownPage(
             records: page.records, totalSize: page.totalSize, next: page.done ? nil : page.nextRecordsUrl,
-            highWaterMark: newest.records.first?["expr0"]?.stringValue.flatMap(DateTimeLiteral.milliseconds)
-                ?? -1)
-    }
-
-    /// The newest modification stamp of the query's object, whatever the query's filter:
-    /// `SELECT MAX(LastModifiedDate) FROM Account` (one aggregate row, no records).
-    public var highWaterQuery: SOQLQuery {
-        SOQLQuery(fields: [.aggregate(.max, modificationDateFieldName)], object: parsed.object)
+            highWaterMark: highWater)
     }
 
     public func continueFetch(after page: SyncDownPage) async throws -> SyncDownPage? {

@@ -137,19 +137,42 @@ extension SyncManager {
             throw SyncError(.unknownSync, "no sync with id \(syncId)")
         }
         let target = try factory.syncDownTarget(from: state.target)
+        let soup = state.soupName
+        let idField = target.idFieldName
         var remote = Set<String>()
         try checkForStop(syncId)
-        var page = try await target.startRemoteIdFetch()
-        while true {
-            try checkForStop(syncId)
-            remote.formUnion(page.ids)
-            guard let next = try await target.continueRemoteIdFetch(after: page) else { break }
-            page = next
+        if target.checksGhostsByExistence {
+            // Ask which of the sync's clean records the server still has, 500 at a time.
+            let local = try await store.read { reader -> [String] in
+                var ids: [String] = []
+                try reader.forEachPage(
+                    of: SoupQuery(where: [.exact(LocalFlags.syncId, .int(syncId))]), in: soup
+                ) { entries in
+                    for entry in entries where !LocalFlags.isDirty(entry.record) {
+                        if let id = entry.record[idField]?.stringValue { ids.append(id) }
+                    }
+                    return true
+                }
+                return ids
+            }
+            var start = 0
+            while start < local.count {
+                try checkForStop(syncId)
+                let batch = Array(local[start..<min(local.count, start + 500)])
+                start += batch.count
+                remote.formUnion(try await target.existingIds(among: batch))
+            }
+        } else {
+            var page = try await target.startRemoteIdFetch()
+            while true {
+                try checkForStop(syncId)
+                remote.formUnion(page.ids)
+                guard let next = try await target.continueRemoteIdFetch(after: page) else { break }
+                page = next
+            }
         }
         try checkForStop(syncId)
         let remoteIds = remote
-        let soup = state.soupName
-        let idField = target.idFieldName
         let access = try writer()
         let deleted = try await access.write { transaction -> Int in
             var ghosts: [Int64] = []

@@ -62,4 +62,18 @@ public protocol SyncDownTarget: Sendable {
     func continueRemoteIdFetch(after page: RemoteIdPage) async throws -> RemoteIdPage?
     /// A record's modification time stamp in ms since 1970, if it has one.
     func modificationTimeStamp(of record: JSONObject) -> Int64?
+    /// True when clean resync ghosts asks the server which local records still exist
+    /// (``existingIds(among:)``) instead of fetching every id the target selects: Mobile Sync's
+    /// MRU and refresh targets, whose selection is not a query.
+    var checksGhostsByExistence: Bool { get }
+    /// Which of `ids` (at most 500) the server still has.
+    func existingIds(among ids: [String]) async throws -> [String]
+}
+
+extension SyncDownTarget {
+    public var checksGhostsByExistence: Bool { false }
+
+    public func existingIds(among ids: [String]) async throws -> [String] {
+        throw SyncError(.invalidTarget, "this target tells ghosts by its remote ids, not by existence")
+    }
 }
