@@ -1,8 +1,10 @@
 import BatonCoordinator
 import BatonREST
+import BatonStore
+import Foundation
 import BatonSync
 
-/// The syncs `baton participant` runs, from its `--sync-down NAME:SOUP:SOQL` and
+/// The syncs `baton participant` runs, from its `--sync-down NAME:SOUP:TARGET` and
 /// `--sync-up NAME:SOUP[:TYPE]` options and its `--syncs-config FILE` (Mobile Sync's
 /// `usersyncs.json` format, after the options' syncs).
 public struct SyncSpecs: Sendable {
@@ -28,10 +30,10 @@ public struct SyncSpecs: Sendable {
         for spec in downs {
             let parts = spec.split(separator: ":", maxSplits: 2).map(String.init)
             guard parts.count == 3, !parts[2].isEmpty else {
-                throw CLIError(message: "--sync-down takes NAME:SOUP:SOQL, got '\(spec.prefix(80))'")
+                throw CLIError(message: "--sync-down takes NAME:SOUP:TARGET, got '\(spec.prefix(80))'")
             }
-            let target = try SoqlSyncDownTarget(client: client, query: parts[2], batchSize: batchSize)
-            soupTypes[parts[1]] = target.fetchQuery.object
+            let target = try Self.downTarget(parts[2], soup: parts[1], client: client, batchSize: batchSize)
+            if let soql = target as? SoqlSyncDownTarget { soupTypes[parts[1]] = soql.fetchQuery.object }
             syncs.append(
                 .down(
                     name: parts[0], soup: parts[1], target: target,
@@ -80,6 +82,49 @@ public struct SyncSpecs: Sendable {
             }
         }
         return syncs
+    }
+}
+
+extension SyncSpecs {
+    /// A `--sync-down` target: SOQL (`SELECT …`), or `sosl:FIND …`, `mru:TYPE:FIELD,FIELD`,
+    /// `refresh:TYPE:FIELD,FIELD` (of the records already in the soup), `metadata:TYPE`,
+    /// `layout:TYPE[:Full|Compact]`.
+    static func downTarget(_ text: String, soup: String, client: RESTClient, batchSize: Int?) throws
+        -> any SyncDownTarget
+    {
+        let parts = text.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(
+            String.init)
+        let kind = parts[0].lowercased()
+        func fields(_ index: Int) -> JSONValue {
+            .array(
+                (parts.count > index ? parts[index] : "").split(separator: ",").map {
+                    .string($0.trimmingCharacters(in: .whitespaces))
+                })
+        }
+        var json: JSONObject
+        switch kind {
+        case "sosl":
+            json = ["type": "sosl", "query": .string(text.dropFirst(5).trimmingCharacters(in: .whitespaces))]
+        case "mru", "refresh":
+            guard parts.count == 3 else {
+                throw CLIError(
+                    message:
+                        "--sync-down's \(kind) target is \(kind):TYPE:FIELD,FIELD, got '\(text.prefix(80))'")
+            }
+            json = ["type": .string(kind), "sobjectType": .string(parts[1]), "fieldlist": fields(2)]
+            if kind == "refresh" { json["soupName"] = .string(soup) }
+        case "metadata": json = ["type": "metadata", "sobjectType": .string(parts.count > 1 ? parts[1] : "")]
+        case "layout":
+            json = ["type": "layout", "sobjectType": .string(parts.count > 1 ? parts[1] : "")]
+            if parts.count > 2 { json["layoutType"] = .string(parts[2]) }
+        default:
+            return try SoqlSyncDownTarget(client: client, query: text, batchSize: batchSize)
+        }
+        do {
+            return try RESTTargetFactory(client: client).syncDownTarget(from: json)
+        } catch let error as SyncError {
+            throw CLIError(message: "--sync-down: \(error.message)")
+        }
     }
 }
 

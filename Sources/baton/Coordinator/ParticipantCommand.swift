@@ -28,7 +28,9 @@ struct ParticipantCommand: AsyncParsableCommand {
     @Option(help: "The bearer token (or set BATON_TOKEN).") var token: String?
     @Option(
         name: .customLong("sync-down"),
-        help: "NAME:SOUP:SOQL — a sync down to run as writer (SOQL may contain colons).")
+        help: ArgumentHelp(
+            "NAME:SOUP:TARGET — a sync down to run as writer. TARGET is SOQL (it may contain colons), or sosl:FIND …, mru:TYPE:FIELDS, refresh:TYPE:FIELDS (the soup's records again), metadata:TYPE, layout:TYPE[:Compact] (FIELDS: comma-separated).",
+            valueName: "spec"))
     var syncDowns: [String] = []
     @Option(
         name: .customLong("sync-up"),
