@@ -1,8 +1,8 @@
 import BatonCoordinator
 import BatonREST
 import BatonStore
-import Foundation
 import BatonSync
+import Foundation
 
 /// The syncs `baton participant` runs, from its `--sync-down NAME:SOUP:TARGET` and
 /// `--sync-up NAME:SOUP[:TYPE]` options and its `--syncs-config FILE` (Mobile Sync's
