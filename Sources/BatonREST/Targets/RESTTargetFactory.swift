@@ -15,7 +15,9 @@ public struct RESTTargetFactory: SyncTargetFactory {
     }
 
     /// The sync down target types this factory builds.
-    public static let syncDownTypes = ["soql", "sosl", "mru", "refresh", "metadata", "layout"]
+    public static let syncDownTypes = [
+        "soql", "sosl", "mru", "refresh", "parentChildren", "metadata", "layout",
+    ]
 
     public func syncDownTarget(from json: JSONObject) throws -> any SyncDownTarget {
         let idField = json["idFieldName"]?.stringValue ?? "Id"
@@ -49,6 +51,8 @@ public struct RESTTargetFactory: SyncTargetFactory {
                 fieldlist: try Self.fieldlist(json, "fieldlist") ?? [],
                 countIdsPerSoql: json["coundIdsPerSoql"]?.intValue.map(Int.init) ?? 500, idFieldName: idField,
                 modificationDateFieldName: dateField)
+        case "parentChildren":
+            return try ParentChildrenSyncDownTarget(json, client: client)
         case "metadata":
             return try MetadataSyncDownTarget(client: client, objectType: try string("sobjectType"))
         case "layout":

@@ -17,7 +17,7 @@ extension SyncManager {
         let created = try await createSync(
             type: .syncDown, targetJSON: target.json, idField: target.idFieldName, options: options,
             soupName: soupName,
-            name: name)
+            name: name, children: target.childrenSoup)
         return try await submit(created, onUpdate: onUpdate)
     }
 
@@ -44,7 +44,7 @@ extension SyncManager {
         try await createSync(
             type: .syncDown, targetJSON: target.json, idField: target.idFieldName, options: options,
             soupName: soupName,
-            name: name)
+            name: name, children: target.childrenSoup)
     }
 
     /// Creates a sync up without running it (status `new`).
@@ -104,7 +104,7 @@ extension SyncManager {
 
     func createSync(
         type: SyncType, targetJSON: JSONObject, idField: String, options: SyncOptions, soupName: String,
-        name: String?
+        name: String?, children: ChildrenSoup? = nil
     ) async throws -> SyncState {
         if let name { try Names.validate(name, what: "sync name") }
         try Names.validate(soupName, what: "soup name")
@@ -114,6 +114,14 @@ extension SyncManager {
         let access = try writer()
         let inserted = try await access.write { transaction in
             try transaction.registerSoup(soupName, indexSpecs: [IndexSpec(path: idField, type: .string)])
+            if let children {
+                try transaction.registerSoup(
+                    children.soupName,
+                    indexSpecs: [
+                        IndexSpec(path: children.idFieldName, type: .string),
+                        IndexSpec(path: children.parentIdFieldName, type: .string),
+                    ])
+            }
             return try transaction.insertSyncState(row)
         }
         var created = fresh

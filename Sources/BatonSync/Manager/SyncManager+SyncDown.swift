@@ -45,7 +45,8 @@ extension SyncManager {
             // Leaving the loop by a throw cancels (and awaits) this fetch.
             let current = page
             async let following = target.continueFetch(after: current)
-            try await savePage(current.records, state: next, idField: target.idFieldName)
+            try await savePage(
+                current.records, state: next, idField: target.idFieldName, children: target.childrenSoup)
             state = next
             newest = pageNewest
             newestInOrder = Self.newestTimeStamp(
@@ -70,7 +71,7 @@ extension SyncManager {
     ) -> Int64 {
         var newest = newest
         for record in records {
-            if let stamp = target.modificationTimeStamp(of: record), stamp > newest, stamp <= highWater {
+            for stamp in target.timeStamps(of: record) where stamp > newest && stamp <= highWater {
                 newest = stamp
             }
         }
@@ -103,8 +104,11 @@ extension SyncManager {
 
     /// Upserts a page by server id (clearing local flags, stamping the sync id) and saves the
     /// sync's state, in one fenced transaction. Under `leaveIfChanged`, locally modified records
-    /// are left alone.
-    func savePage(_ records: [JSONObject], state: SyncState, idField: String) async throws {
+    /// are left alone. With `children`, each record is a parent holding its children: they go
+    /// to their own soup with the parent's id, and a tree with anything dirty is left whole.
+    func savePage(
+        _ records: [JSONObject], state: SyncState, idField: String, children: ChildrenSoup? = nil
+    ) async throws {
         let row = state.row
         let soup = state.soupName
         let syncId = state.id
@@ -123,7 +127,32 @@ extension SyncManager {
                     {
                         continue
                     }
-                    try transaction.upsertClean(record, syncId: syncId, into: soup, externalIdPath: idField)
+                    guard let children else {
+                        try transaction.upsertClean(
+                            record, syncId: syncId, into: soup, externalIdPath: idField)
+                        continue
+                    }
+                    if leaveIfChanged,
+                        try transaction.query(
+                            SoupQuery(where: [.exact(children.parentIdFieldName, serverId)]),
+                            in: children.soupName
+                        ).contains(where: { LocalFlags.isDirty($0.record) })
+                    {
+                        continue
+                    }
+                    var parent = record
+                    parent[children.relationshipKey] = nil
+                    try transaction.upsertClean(parent, syncId: syncId, into: soup, externalIdPath: idField)
+                    for child in record[children.relationshipKey]?.arrayValue ?? [] {
+                        guard var child = child.objectValue, child[children.idFieldName]?.isNull == false
+                        else {
+                            continue
+                        }
+                        child[children.parentIdFieldName] = serverId
+                        try transaction.upsertClean(
+                            child, syncId: syncId, into: children.soupName,
+                            externalIdPath: children.idFieldName)
+                    }
                 }
                 try transaction.updateSyncState(row)
             }
@@ -140,6 +169,7 @@ extension SyncManager {
         let soup = state.soupName
         let idField = target.idFieldName
         var remote = Set<String>()
+        var remoteChildren = Set<String>()
         try checkForStop(syncId)
         if target.checksGhostsByExistence {
             // Ask which of the sync's clean records the server still has, 500 at a time.
@@ -167,15 +197,19 @@ extension SyncManager {
             while true {
                 try checkForStop(syncId)
                 remote.formUnion(page.ids)
+                remoteChildren.formUnion(page.childIds)
                 guard let next = try await target.continueRemoteIdFetch(after: page) else { break }
                 page = next
             }
         }
         try checkForStop(syncId)
         let remoteIds = remote
+        let remoteChildIds = remoteChildren
+        let children = target.childrenSoup
         let access = try writer()
-        let deleted = try await access.write { transaction -> Int in
-            var ghosts: [Int64] = []
+        // As Mobile Sync: a parent with a dirty child is no ghost; the count is of parents.
+        let (deleted, deletedChildren) = try await access.write { transaction -> (Int, Int) in
+            var ghosts: [String: Int64] = [:]
             try transaction.forEachPage(
                 of: SoupQuery(where: [.exact(LocalFlags.syncId, .int(syncId))]), in: soup
             ) { entries in
@@ -183,14 +217,41 @@ extension SyncManager {
                     guard let id = entry.record[idField]?.stringValue, !remoteIds.contains(id) else {
                         continue
                     }
-                    ghosts.append(entry.entryId)
+                    ghosts[id] = entry.entryId
                 }
                 return true
             }
-            return try transaction.delete(entryIds: ghosts, from: soup)
+            guard let children else {
+                return (try transaction.delete(entryIds: Array(ghosts.values), from: soup), 0)
+            }
+            var childGhosts: [Int64] = []
+            try transaction.forEachPage(
+                of: SoupQuery(where: [.exact(LocalFlags.syncId, .int(syncId))]), in: children.soupName
+            ) { entries in
+                for entry in entries {
+                    let parentId = entry.record[children.parentIdFieldName]?.stringValue
+                    if LocalFlags.isDirty(entry.record) {
+                        if let parentId { ghosts[parentId] = nil }
+                        continue
+                    }
+                    guard let id = entry.record[children.idFieldName]?.stringValue,
+                        !remoteChildIds.contains(id)
+                    else { continue }
+                    childGhosts.append(entry.entryId)
+                }
+                return true
+            }
+            return (
+                try transaction.delete(entryIds: Array(ghosts.values), from: soup),
+                try transaction.delete(entryIds: childGhosts, from: children.soupName)
+            )
         }
         logger.info(
-            "cleaned resync ghosts", metadata: ["baton.sync": "\(syncId)", "baton.deleted": "\(deleted)"])
+            "cleaned resync ghosts",
+            metadata: [
+                "baton.sync": "\(syncId)", "baton.deleted": "\(deleted)",
+                "baton.deletedChildren": "\(deletedChildren)",
+            ])
         return deleted
     }
 }

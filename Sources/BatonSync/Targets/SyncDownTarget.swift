@@ -27,11 +27,32 @@ public struct SyncDownPage: Sendable {
 /// One page of the remote ids a sync down's query matches (for clean resync ghosts).
 public struct RemoteIdPage: Sendable {
     public var ids: [String]
+    /// For a parent-children target: the ids of these parents' children.
+    public var childIds: [String]
     public var next: String?
 
-    public init(ids: [String], next: String?) {
+    public init(ids: [String], childIds: [String] = [], next: String?) {
         self.ids = ids
+        self.childIds = childIds
         self.next = next
+    }
+}
+
+/// Where a parent-children target's children go: each fetched parent holds its children under
+/// ``relationshipKey`` (`Contacts`); they are saved in their own soup with the parent's server id
+/// in ``parentIdFieldName``.
+public struct ChildrenSoup: Sendable, Hashable {
+    public var soupName: String
+    public var idFieldName: String
+    public var parentIdFieldName: String
+    /// The key of a parent's children in a fetched record (Mobile Sync's `sobjectTypePlural`).
+    public var relationshipKey: String
+
+    public init(soupName: String, idFieldName: String, parentIdFieldName: String, relationshipKey: String) {
+        self.soupName = soupName
+        self.idFieldName = idFieldName
+        self.parentIdFieldName = parentIdFieldName
+        self.relationshipKey = relationshipKey
     }
 }
 
@@ -68,9 +89,23 @@ public protocol SyncDownTarget: Sendable {
     var checksGhostsByExistence: Bool { get }
     /// Which of `ids` (at most 500) the server still has.
     func existingIds(among ids: [String]) async throws -> [String]
+    /// For a parent-children target: the soup its records' children are saved in. A tree whose
+    /// parent or any child is dirty is left alone under `leaveIfChanged`, and clean resync
+    /// ghosts cleans the children soup too, with the child ids of ``RemoteIdPage/childIds``.
+    var childrenSoup: ChildrenSoup? { get }
+    /// Every modification stamp a fetched record carries, its children's included: a complete
+    /// run's `maxTimeStamp` may reach the newest of them (a page's resume mark uses
+    /// ``modificationTimeStamp(of:)``, the stamp the fetch is ordered by).
+    func timeStamps(of record: JSONObject) -> [Int64]
 }
 
 extension SyncDownTarget {
+    public var childrenSoup: ChildrenSoup? { nil }
+
+    public func timeStamps(of record: JSONObject) -> [Int64] {
+        modificationTimeStamp(of: record).map { [$0] } ?? []
+    }
+
     public var checksGhostsByExistence: Bool { false }
 
     public func existingIds(among ids: [String]) async throws -> [String] {

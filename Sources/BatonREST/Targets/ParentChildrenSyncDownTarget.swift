@@ -1,0 +1,283 @@
+import BatonStore
+import BatonSync
+import SOQL
+
+/// A parent type in a parent-children sync (Mobile Sync's `SFParentInfo`).
+public struct ParentInfo: Sendable, Hashable {
+    public var sobjectType: String
+    public var soupName: String
+    public var idFieldName: String
+    public var modificationDateFieldName: String
+
+    public init(
+        sobjectType: String, soupName: String, idFieldName: String = "Id",
+        modificationDateFieldName: String = "LastModifiedDate"
+    ) {
+        self.sobjectType = sobjectType
+        self.soupName = soupName
+        self.idFieldName = idFieldName
+        self.modificationDateFieldName = modificationDateFieldName
+    }
+
+    var json: JSONObject {
+        [
+            "sobjectType": .string(sobjectType), "soupName": .string(soupName),
+            "idFieldName": .string(idFieldName),
+            "modificationDateFieldName": .string(modificationDateFieldName),
+        ]
+    }
+}
+
+/// The children type (Mobile Sync's `SFChildrenInfo`): also its relationship name
+/// (`sobjectTypePlural`, `Contacts`) and the field holding the parent's id (`AccountId`).
+public struct ChildrenInfo: Sendable, Hashable {
+    public var sobjectType: String
+    public var sobjectTypePlural: String
+    public var soupName: String
+    public var parentIdFieldName: String
+    public var idFieldName: String
+    public var modificationDateFieldName: String
+
+    public init(
+        sobjectType: String, sobjectTypePlural: String, soupName: String, parentIdFieldName: String,
+        idFieldName: String = "Id", modificationDateFieldName: String = "LastModifiedDate"
+    ) {
+        self.sobjectType = sobjectType
+        self.sobjectTypePlural = sobjectTypePlural
+        self.soupName = soupName
+        self.parentIdFieldName = parentIdFieldName
+        self.idFieldName = idFieldName
+        self.modificationDateFieldName = modificationDateFieldName
+    }
+
+    var json: JSONObject {
+        [
+            "sobjectType": .string(sobjectType), "sobjectTypePlural": .string(sobjectTypePlural),
+            "soupName": .string(soupName), "parentIdFieldName": .string(parentIdFieldName),
+            "idFieldName": .string(idFieldName),
+            "modificationDateFieldName": .string(modificationDateFieldName),
+        ]
+    }
+
+    var soup: ChildrenSoup {
+        ChildrenSoup(
+            soupName: soupName, idFieldName: idFieldName, parentIdFieldName: parentIdFieldName,
+            relationshipKey: sobjectTypePlural)
+    }
+}
+
+/// Master-detail children are deleted with their parent; lookup children are not.
+public enum RelationshipType: String, Sendable, Hashable {
+    case masterDetail = "MASTER_DETAIL"
+    case lookup = "LOOKUP"
+}
+
+/// Mobile Sync's parent-children sync down target (`SFParentChildrenSyncDownTarget`): parents
+/// with their children in one query (a child subquery), parents saved in the sync's soup and
+/// children in theirs with the parent's id. Sorted by the parent's modification date, so a
+/// stopped run resumes where it stopped; a run after `done` fetches the parents modified since,
+/// with their children modified since (a child changed under an unchanged parent waits for its
+/// parent's next change, as in Mobile Sync).
+public struct ParentChildrenSyncDownTarget: SyncDownTarget {
+    public let client: RESTClient
+    public let parentInfo: ParentInfo
+    public let childrenInfo: ChildrenInfo
+    public let relationshipType: RelationshipType
+    public let parentFieldlist: [String]
+    /// A SOQL condition on the parents (`Industry = 'Energy'`), or nil.
+    public let parentSoqlFilter: String?
+    public let childrenFieldlist: [String]
+
+    /// - Throws: `SyncError.invalidTarget` for a bad name, or a query the filter makes invalid.
+    public init(
+        client: RESTClient, parentInfo: ParentInfo, parentFieldlist: [String],
+        parentSoqlFilter: String? = nil,
+        childrenInfo: ChildrenInfo, childrenFieldlist: [String], relationshipType: RelationshipType
+    ) throws {
+        try TargetSupport.requireType(parentInfo.sobjectType)
+        try TargetSupport.requireType(childrenInfo.sobjectType)
+        try TargetSupport.requireFields(parentFieldlist)
+        try TargetSupport.requireFields(childrenFieldlist)
+        self.client = client
+        self.parentInfo = parentInfo
+        self.childrenInfo = childrenInfo
+        self.relationshipType = relationshipType
+        self.parentFieldlist = parentFieldlist
+        self.parentSoqlFilter = parentSoqlFilter.flatMap { $0.isEmpty ? nil : $0 }
+        self.childrenFieldlist = childrenFieldlist
+        do {
+            _ = try SOQLQuery(parsing: query(maxTimeStamp: 1, inclusive: false))
+        } catch let error as SOQLError {
+            throw SyncError(.invalidTarget, "the parent-children query is not valid SOQL: \(error)")
+        }
+    }
+
+    public var json: JSONObject {
+        var object: JSONObject = [
+            "type": "parentChildren", "parent": .object(parentInfo.json),
+            "children": .object(childrenInfo.json),
+            "relationshipType": .string(relationshipType.rawValue),
+            "parentFieldlist": .array(parentFieldlist.map(JSONValue.string)),
+            "childrenFieldlist": .array(childrenFieldlist.map(JSONValue.string)),
+            "idFieldName": .string(parentInfo.idFieldName),
+            "modificationDateFieldName": .string(parentInfo.modificationDateFieldName),
+        ]
+        if let parentSoqlFilter { object["parentSoqlFilter"] = .string(parentSoqlFilter) }
+        return object
+    }
+
+    public var idFieldName: String { parentInfo.idFieldName }
+    public var modificationDateFieldName: String { parentInfo.modificationDateFieldName }
+    public var childrenSoup: ChildrenSoup? { childrenInfo.soup }
+    public func isSyncDownSortedByLatestModification() -> Bool { true }
+
+    /// Mobile Sync's query, word for word (its `getQueryToRun`), with Baton's resume: `>` after
+    /// `done`, `>=` after a stop.
+    ///
+    /// `select Id, Name, LastModifiedDate, (select LastName, Id, LastModifiedDate from Contacts
+    /// where LastModifiedDate > …) from Account where LastModifiedDate > … and FILTER order by
+    /// LastModifiedDate`
+    public func query(maxTimeStamp: Int64, inclusive: Bool) -> String {
+        var childrenWhere = ""
+        var parentWhere = ""
+        if maxTimeStamp > 0 {
+            let stamp = DateTimeLiteral.format(milliseconds: maxTimeStamp)
+            let op = inclusive ? ">=" : ">"
+            childrenWhere = "\(childrenInfo.modificationDateFieldName) \(op) \(stamp)"
+            parentWhere = "\(parentInfo.modificationDateFieldName) \(op) \(stamp)"
+            if parentSoqlFilter != nil { parentWhere += " and " }
+        }
+        if let parentSoqlFilter { parentWhere += parentSoqlFilter }
+        let nested = Self.select(
+            Self.adding(
+                [childrenInfo.idFieldName, childrenInfo.modificationDateFieldName], to: childrenFieldlist),
+            from: childrenInfo.sobjectTypePlural, where: childrenWhere)
+        let fields =
+            Self.adding([parentInfo.idFieldName, parentInfo.modificationDateFieldName], to: parentFieldlist)
+            + ["(\(nested))"]
+        return Self.select(fields, from: parentInfo.sobjectType, where: parentWhere)
+            + " order by \(parentInfo.modificationDateFieldName)"
+    }
+
+    /// `select Id from Account where FILTER`: the remote ids for clean resync ghosts, with the
+    /// children's (`select Id, (select Id from Contacts) from Account …`).
+    public var remoteIdsQuery: String {
+        Self.select(
+            [
+                parentInfo.idFieldName,
+                "(select \(childrenInfo.idFieldName) from \(childrenInfo.sobjectTypePlural))",
+            ],
+            from: parentInfo.sobjectType, where: parentSoqlFilter ?? "")
+    }
+
+    static func adding(_ required: [String], to fields: [String]) -> [String] {
+        fields + required.filter { !fields.contains($0) }
+    }
+
+    /// Mobile Sync's SOQL builder: lower-case keywords, `", "` between fields.
+    static func select(_ fields: [String], from object: String, where condition: String) -> String {
+        "select \(fields.joined(separator: ", ")) from \(object)"
+            + (condition.isEmpty ? "" : " where \(condition)")
+    }
+
+    public func startFetch(maxTimeStamp: Int64, inclusive: Bool) async throws -> SyncDownPage {
+        // The newest stamp of either type before the query: see SoqlSyncDownTarget.
+        let parentMark = try await TargetSupport.highWaterMark(
+            of: parentInfo.sobjectType, field: parentInfo.modificationDateFieldName, client: client)
+        let childMark = try await TargetSupport.highWaterMark(
+            of: childrenInfo.sobjectType, field: childrenInfo.modificationDateFieldName, client: client)
+        let page = try await client.queryFirstPage(query(maxTimeStamp: maxTimeStamp, inclusive: inclusive))
+        return SyncDownPage(
+            records: page.records.map(flattened), totalSize: page.totalSize,
+            next: page.done ? nil : page.nextRecordsUrl, highWaterMark: max(parentMark, childMark))
+    }
+
+    public func continueFetch(after page: SyncDownPage) async throws -> SyncDownPage? {
+        guard let next = page.next else { return nil }
+        let fetched = try await client.queryNextPage(next)
+        return SyncDownPage(
+            records: fetched.records.map(flattened), totalSize: page.totalSize,
+            next: fetched.done ? nil : fetched.nextRecordsUrl)
+    }
+
+    /// A parent with its children as a plain list (the query nests them as a query result, or
+    /// null when there are none). Only the nested result's first page is read, as in Mobile
+    /// Sync.
+    func flattened(_ record: JSONObject) -> JSONObject {
+        var copy = record
+        copy[childrenInfo.sobjectTypePlural] =
+            record[childrenInfo.sobjectTypePlural]?.value(atPath: "records") ?? []
+        return copy
+    }
+
+    public func startRemoteIdFetch() async throws -> RemoteIdPage {
+        remoteIds(try await client.queryFirstPage(remoteIdsQuery))
+    }
+
+    public func continueRemoteIdFetch(after page: RemoteIdPage) async throws -> RemoteIdPage? {
+        guard let next = page.next else { return nil }
+        return remoteIds(try await client.queryNextPage(next))
+    }
+
+    func remoteIds(_ page: QueryPage) -> RemoteIdPage {
+        let parents = page.records.map(flattened)
+        return RemoteIdPage(
+            ids: parents.compactMap { $0[parentInfo.idFieldName]?.stringValue },
+            childIds: parents.flatMap { parent in
+                (parent[childrenInfo.sobjectTypePlural]?.arrayValue ?? []).compactMap {
+                    $0.value(atPath: childrenInfo.idFieldName)?.stringValue
+                }
+            }, next: page.done ? nil : page.nextRecordsUrl)
+    }
+
+    public func modificationTimeStamp(of record: JSONObject) -> Int64? {
+        record[parentInfo.modificationDateFieldName]?.stringValue.flatMap(DateTimeLiteral.milliseconds)
+    }
+
+    /// The parent's stamp and its children's.
+    public func timeStamps(of record: JSONObject) -> [Int64] {
+        (modificationTimeStamp(of: record).map { [$0] } ?? [])
+            + (record[childrenInfo.sobjectTypePlural]?.arrayValue ?? []).compactMap {
+                $0.value(atPath: childrenInfo.modificationDateFieldName)?.stringValue.flatMap(
+                    DateTimeLiteral.milliseconds)
+            }
+    }
+}
+
+extension ParentChildrenSyncDownTarget {
+    /// Rebuilds the target from its ``json`` (Mobile Sync's keys; `relationshipType` other
+    /// than `MASTER_DETAIL` is a lookup, as in Mobile Sync).
+    init(_ json: JSONObject, client: RESTClient) throws {
+        func string(_ object: JSONObject?, _ key: String, default value: String? = nil) throws -> String {
+            guard let text = object?[key]?.stringValue ?? value, !text.isEmpty else {
+                throw SyncError(.invalidTarget, "a parentChildren target needs \"\(key)\"")
+            }
+            return text
+        }
+        let parent = json["parent"]?.objectValue
+        let children = json["children"]?.objectValue
+        guard parent != nil, children != nil else {
+            throw SyncError(.invalidTarget, "a parentChildren target needs \"parent\" and \"children\"")
+        }
+        try self.init(
+            client: client,
+            parentInfo: ParentInfo(
+                sobjectType: try string(parent, "sobjectType"), soupName: try string(parent, "soupName"),
+                idFieldName: try string(parent, "idFieldName", default: "Id"),
+                modificationDateFieldName: try string(
+                    parent, "modificationDateFieldName", default: "LastModifiedDate")),
+            parentFieldlist: try RESTTargetFactory.fieldlist(json, "parentFieldlist") ?? [],
+            parentSoqlFilter: json["parentSoqlFilter"]?.stringValue,
+            childrenInfo: ChildrenInfo(
+                sobjectType: try string(children, "sobjectType"),
+                sobjectTypePlural: try string(children, "sobjectTypePlural"),
+                soupName: try string(children, "soupName"),
+                parentIdFieldName: try string(children, "parentIdFieldName"),
+                idFieldName: try string(children, "idFieldName", default: "Id"),
+                modificationDateFieldName: try string(
+                    children, "modificationDateFieldName", default: "LastModifiedDate")),
+            childrenFieldlist: try RESTTargetFactory.fieldlist(json, "childrenFieldlist") ?? [],
+            relationshipType: json["relationshipType"]?.stringValue == "MASTER_DETAIL"
+                ? .masterDetail : .lookup)
+    }
+}
