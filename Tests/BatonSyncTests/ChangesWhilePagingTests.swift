@@ -43,6 +43,10 @@ final class ChangesWhilePaging: SyncDownTarget {
         try await inner.continueRemoteIdFetch(after: page)
     }
     func modificationTimeStamp(of record: JSONObject) -> Int64? { inner.modificationTimeStamp(of: record) }
+    func timeStamps(of record: JSONObject) -> [Int64] { inner.timeStamps(of: record) }
+    var childrenSoup: ChildrenSoup? { inner.childrenSoup }
+    var checksGhostsByExistence: Bool { inner.checksGhostsByExistence }
+    func existingIds(among ids: [String]) async throws -> [String] { try await inner.existingIds(among: ids) }
 }
 
 struct ChangesWhilePagingFactory: SyncTargetFactory {

@@ -1,7 +1,9 @@
+import BatonLocking
 import BatonREST
 import BatonStore
 import BatonSync
 import Foundation
+import Logging
 import Testing
 
 /// Mobile Sync 7.1's `ParentChildrenSyncTests` for sync down, ported scenario for scenario:
@@ -338,6 +340,61 @@ struct ParentChildrenSyncDownTests {
             for index in [1, 3, 4] {
                 #expect(accounts[ids[index]] != nil, "account \(index)")
                 try checkDb(f, "contacts", tree.contacts[ids[index]]!)
+            }
+        }
+    }
+
+    @Test("a stop between pages of trees, then a restart: every parent and child once, nothing lost")
+    func stopBetweenTrees() async throws {
+        try await withSyncFixture { f in
+            let tree = try await createAccountsAndContactsOnServer(f, 6, 2)
+            let base = try accountContactsTarget(f, tree.accountIds)
+            var json = base.json
+            json["batchSize"] = 2
+            let target = try RESTTargetFactory(client: f.client).syncDownTarget(from: json)
+            let stopping = Locked(true)
+            let (stopped, stopDone) = AsyncStream.makeStream(of: Void.self)
+            var logger = Logger(label: "test.sync")
+            logger.logLevel = .warning
+            let holder = Locked<SyncManager?>(nil)
+            let factory = ChangesWhilePagingFactory(
+                inner: RESTTargetFactory(client: f.client, store: f.store)
+            ) { page in
+                // Stop while page 3 is asked for: pages 1 and 2 (four trees) are saved.
+                guard page == 3, stopping.withLock({ $0 }), let manager = holder.withLock({ $0 }) else {
+                    return
+                }
+                stopping.withLock { $0 = false }
+                await manager.stop()
+                stopDone.finish()
+                try Task.checkCancellation()
+            }
+            let manager = SyncManager(unfenced: f.unfenced, targetFactory: factory, logger: logger)
+            holder.withLock { $0 = manager }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await manager.run() }
+                defer { group.cancelAll() }
+                let sync = try await manager.syncDown(target: target, soupName: "accounts")
+                for await _ in stopped {}
+                await manager.waitUntilStopped()
+                #expect(try await manager.getSyncStatus(id: sync.id)?.status == .stopped)
+                #expect(try f.store.query(.all, in: "accounts").count == 4)
+                #expect(try f.store.query(.all, in: "contacts").count == 8)
+                _ = try await manager.restart(restartStoppedSyncs: true)
+                #expect(await manager.waitForSync(id: sync.id)?.status == .done)
+            }
+            let accounts = try f.store.query(.all, in: "accounts").map(\.record)
+            let contacts = try f.store.query(.all, in: "contacts").map(\.record)
+            #expect(
+                accounts.count == 6
+                    && Set(accounts.compactMap { $0["Id"]?.stringValue }) == Set(tree.accountIds))
+            #expect(contacts.count == 12)
+            for (accountId, ids) in tree.contacts {
+                #expect(
+                    Set(
+                        contacts.filter { $0["AccountId"]?.stringValue == accountId }.compactMap {
+                            $0["Id"]?.stringValue
+                        }) == Set(ids.keys))
             }
         }
     }

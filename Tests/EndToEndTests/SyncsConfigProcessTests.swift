@@ -1,5 +1,7 @@
+import BatonStore
 import BatonTestSupport
 import Foundation
+import Logging
 import Testing
 
 @Suite("baton participant --syncs-config", .timeLimit(.minutes(3)))
@@ -50,5 +52,64 @@ struct SyncsConfigProcessTests {
         #expect(down.value(atPath: "soup") == "contacts")
         #expect(try await f.syncState("contactsUp")?.value(atPath: "type") == "syncUp")
         try await f.finish()
+    }
+
+    @Test("a hand-over in the middle of a parent-children sync down loses and duplicates nothing")
+    func parentChildrenHandOver() async throws {
+        let f = try await CoordinatorFixture(records: 0)
+        let accountIds = try await f.client.adminSeed(type: "Account", count: 300)
+        var contactParent: [String: String] = [:]
+        for start in stride(from: 0, to: accountIds.count, by: 100) {
+            let parents = accountIds[start..<min(accountIds.count, start + 100)]
+            let records: [JSONObject] = parents.flatMap { id in
+                (0..<2).map { n in ["LastName": .string("Contact \(n) of \(id)"), "AccountId": .string(id)] }
+            }
+            let results = try await f.client.compositeCreate(type: "Contact", records: records)
+            for (record, result) in zip(records, results) {
+                contactParent[try #require(result.id)] = record["AccountId"]?.stringValue
+            }
+        }
+        let file = f.temp.path + "/usersyncs.json"
+        try #"""
+        {"syncs": [{"syncName": "trees", "syncType": "syncDown", "soupName": "pcAccounts",
+          "target": {"type": "parentChildren", "batchSize": 10,
+            "parent": {"sobjectType": "Account", "soupName": "pcAccounts"},
+            "children": {"sobjectType": "Contact", "sobjectTypePlural": "Contacts", "soupName": "pcContacts",
+                         "parentIdFieldName": "AccountId"},
+            "parentFieldlist": ["Id", "Name"], "childrenFieldlist": ["LastName", "AccountId"],
+            "relationshipType": "MASTER_DETAIL"}}]}
+        """#.write(toFile: file, atomically: true, encoding: .utf8)
+        try await f.client.adminSetFaults(["latencyMs": 20])
+        try await f.start("host", role: "host", lifecycle: "foreground", extra: ["--syncs-config", file])
+        #expect(try await f.wait(["--writer", "host"]))
+        try await f.start("ext", role: "extension", lifecycle: "foreground", extra: ["--syncs-config", file])
+        // Mid-way: some pages of trees are in.
+        try await f.waitForLog("host", "a few committed pages of trees") { log in
+            log.contains {
+                $0["event"] == "sync" && $0["name"] == "trees" && ($0["progress"]?.intValue ?? 0) >= 10
+            }
+        }
+        try await f.signal("host", "background")
+        #expect(try await f.wait(["--writer", "ext"]))
+        #expect(try await f.wait(["--sync", "trees=done"], timeout: 120))
+        #expect(
+            f.log("host").contains {
+                $0["event"] == "sync" && $0["name"] == "trees" && $0["status"] == "stopped"
+            })
+        try await f.finish()
+
+        var quiet = Logger(label: "test")
+        quiet.logLevel = .critical
+        let store = try SharedStore.open(
+            directory: try SharedDirectory(path: f.dir), create: false, logger: quiet)
+        let parents = try store.query(.all, in: "pcAccounts").compactMap { $0.record["Id"]?.stringValue }
+        #expect(parents.count == accountIds.count)
+        #expect(Set(parents) == Set(accountIds))
+        let children = try store.query(.all, in: "pcContacts").map(\.record)
+        #expect(children.count == contactParent.count)
+        for child in children {
+            let id = try #require(child["Id"]?.stringValue)
+            #expect(contactParent[id] == child["AccountId"]?.stringValue, "\(id)")
+        }
     }
 }

@@ -87,13 +87,20 @@ public struct ParentChildrenSyncDownTarget: SyncDownTarget {
     /// A SOQL condition on the parents (`Industry = 'Energy'`), or nil.
     public let parentSoqlFilter: String?
     public let childrenFieldlist: [String]
+    /// Parents per page (1–2000); `nil` lets the server choose. Not in Mobile Sync's JSON.
+    public let batchSize: Int?
 
     /// - Throws: `SyncError.invalidTarget` for a bad name, or a query the filter makes invalid.
     public init(
         client: RESTClient, parentInfo: ParentInfo, parentFieldlist: [String],
         parentSoqlFilter: String? = nil,
-        childrenInfo: ChildrenInfo, childrenFieldlist: [String], relationshipType: RelationshipType
+        childrenInfo: ChildrenInfo, childrenFieldlist: [String], relationshipType: RelationshipType,
+        batchSize: Int? = nil
     ) throws {
+        if let batchSize, !(1...2000).contains(batchSize) {
+            throw SyncError(.invalidTarget, "batch size must be between 1 and 2000, not \(batchSize)")
+        }
+        self.batchSize = batchSize
         try TargetSupport.requireType(parentInfo.sobjectType)
         try TargetSupport.requireType(childrenInfo.sobjectType)
         try TargetSupport.requireFields(parentFieldlist)
@@ -123,6 +130,7 @@ public struct ParentChildrenSyncDownTarget: SyncDownTarget {
             "modificationDateFieldName": .string(parentInfo.modificationDateFieldName),
         ]
         if let parentSoqlFilter { object["parentSoqlFilter"] = .string(parentSoqlFilter) }
+        if let batchSize { object["batchSize"] = .int(Int64(batchSize)) }
         return object
     }
 
@@ -186,7 +194,9 @@ public struct ParentChildrenSyncDownTarget: SyncDownTarget {
             of: parentInfo.sobjectType, field: parentInfo.modificationDateFieldName, client: client)
         let childMark = try await TargetSupport.highWaterMark(
             of: childrenInfo.sobjectType, field: childrenInfo.modificationDateFieldName, client: client)
-        let page = try await client.queryFirstPage(query(maxTimeStamp: maxTimeStamp, inclusive: inclusive))
+        let page = try await client.queryFirstPage(
+            query(maxTimeStamp: maxTimeStamp, inclusive: inclusive),
+            batchSize: min(batchSize ?? 2000, SoqlSyncDownTarget.firstPageSize))
         return SyncDownPage(
             records: page.records.map(flattened), totalSize: page.totalSize,
             next: page.done ? nil : page.nextRecordsUrl, highWaterMark: max(parentMark, childMark))
@@ -194,7 +204,7 @@ public struct ParentChildrenSyncDownTarget: SyncDownTarget {
 
     public func continueFetch(after page: SyncDownPage) async throws -> SyncDownPage? {
         guard let next = page.next else { return nil }
-        let fetched = try await client.queryNextPage(next)
+        let fetched = try await client.queryNextPage(next, batchSize: batchSize ?? 2000)
         return SyncDownPage(
             records: fetched.records.map(flattened), totalSize: page.totalSize,
             next: fetched.done ? nil : fetched.nextRecordsUrl)
@@ -278,6 +288,6 @@ extension ParentChildrenSyncDownTarget {
                     children, "modificationDateFieldName", default: "LastModifiedDate")),
             childrenFieldlist: try RESTTargetFactory.fieldlist(json, "childrenFieldlist") ?? [],
             relationshipType: json["relationshipType"]?.stringValue == "MASTER_DETAIL"
-                ? .masterDetail : .lookup)
+                ? .masterDetail : .lookup, batchSize: json["batchSize"]?.intValue.map(Int.init))
     }
 }
