@@ -137,6 +137,7 @@ public struct ReferenceServer: Sendable {
         data.register(on: versioned)
         CompositeRoutes(storage: storage, data: data).register(on: versioned)
         DescribeRoutes(storage: storage, data: data).register(on: versioned)
+        CompositeRequestRoute(storage: storage, data: data).register(on: versioned)
         AdminRoutes(storage: storage, faults: faults, stats: stats).register(on: router.group("admin"))
         return router
     }

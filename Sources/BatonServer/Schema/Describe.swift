@@ -47,7 +47,7 @@ struct Describer {
             schema.childRelationships(of: object.name).map { child in
                 [
                     "childSObject": .string(child.childType), "field": .string(child.field),
-                    "relationshipName": .string(child.name), "cascadeDelete": false,
+                    "relationshipName": .string(child.name), "cascadeDelete": .bool(child.cascadeDelete),
                     "restrictedDelete": false, "deprecatedAndHidden": false,
                 ]
             })

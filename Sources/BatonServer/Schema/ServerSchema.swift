@@ -54,6 +54,9 @@ public struct FieldDescription: Sendable, Hashable {
     public var restrictedPicklist: Bool
     /// The name people see (`Account Name`), which Salesforce's messages use.
     public var label: String
+    /// For a lookup: deleting the parent deletes the records that point to it (master-detail,
+    /// and Account's Contacts and Opportunities).
+    public var cascadeDelete = false
 
     public init(
         name: String, type: FieldType, referenceTo: String? = nil, relationshipName: String? = nil,
@@ -208,11 +211,25 @@ public struct ServerSchema: Sendable, Hashable {
     /// Adds (or replaces) a field of `type`, declaring the type if it is new.
     /// The lookups of other types (or this one) that name a child relationship to `parent`:
     /// the child type, its lookup field and the relationship's name, sorted by name.
-    public func childRelationships(of parent: String) -> [(childType: String, field: String, name: String)] {
+    public func childRelationships(of parent: String) -> [(
+        childType: String, field: String, name: String, cascadeDelete: Bool
+    )] {
         (children[parent.lowercased()] ?? [:]).map { _, entry in
             let field = object(entry.type)?.field(entry.field)
-            return (entry.type, entry.field, field?.childRelationshipName ?? entry.field)
+            return (
+                entry.type, entry.field, field?.childRelationshipName ?? entry.field,
+                field?.cascadeDelete ?? false
+            )
         }.sorted { $0.name < $1.name }
+    }
+
+    /// The lookups that delete their record when the record they point to (of `type`) is
+    /// deleted: child type and field.
+    func cascadingLookups(to type: String) -> [(childType: String, field: String)] {
+        objects.values.flatMap { object in
+            object.fields.filter { $0.cascadeDelete && $0.referenceTo?.lowercased() == type.lowercased() }
+                .map { (object.name, $0.name) }
+        }
     }
 
     public mutating func declare(_ field: FieldDescription, on type: String) {
@@ -257,6 +274,11 @@ public struct ServerSchema: Sendable, Hashable {
         func picklist(_ name: String, _ values: [String], required: Bool = false) -> FieldDescription {
             .init(name: name, type: .picklist, length: 255, required: required, picklistValues: values)
         }
+        func cascading(_ field: FieldDescription) -> FieldDescription {
+            var field = field
+            field.cascadeDelete = true
+            return field
+        }
         let description = FieldDescription(name: "Description", type: .textarea, length: 32_000)
         add(
             "User",
@@ -294,9 +316,11 @@ public struct ServerSchema: Sendable, Hashable {
                 .init(name: "Phone", type: .phone, length: 40),
                 .init(name: "MobilePhone", type: .phone, length: 40), .init(name: "Birthdate", type: .date),
                 text("Department", 80), description, text("MailingCity", 40), text("MailingCountry", 80),
-                .init(
-                    name: "AccountId", type: .reference, referenceTo: "Account", relationshipName: "Account",
-                    childRelationshipName: "Contacts"),
+                cascading(
+                    .init(
+                        name: "AccountId", type: .reference, referenceTo: "Account",
+                        relationshipName: "Account",
+                        childRelationshipName: "Contacts")),
                 .init(
                     name: "ReportsToId", type: .reference, referenceTo: "Contact",
                     relationshipName: "ReportsTo",
@@ -319,9 +343,11 @@ public struct ServerSchema: Sendable, Hashable {
                     "Type", ["New Customer", "Existing Customer - Upgrade", "Existing Customer - Downgrade"]),
                 picklist("LeadSource", ["Web", "Phone Inquiry", "Partner Referral", "Other"]),
                 description, .init(name: "IsClosed", type: .boolean), .init(name: "IsWon", type: .boolean),
-                .init(
-                    name: "AccountId", type: .reference, referenceTo: "Account", relationshipName: "Account",
-                    childRelationshipName: "Opportunities"),
+                cascading(
+                    .init(
+                        name: "AccountId", type: .reference, referenceTo: "Account",
+                        relationshipName: "Account",
+                        childRelationshipName: "Opportunities")),
             ] + custom)
         return schema
     }()
@@ -427,6 +453,13 @@ public struct ServerSchema: Sendable, Hashable {
             field.relationshipName =
                 json.value(atPath: "relationshipName")?.stringValue ?? Self.defaultRelationship(of: name)
             field.childRelationshipName = json.value(atPath: "childRelationshipName")?.stringValue
+            if let cascade = json.value(atPath: "cascadeDelete") {
+                guard let value = cascade.boolValue else {
+                    throw SalesforceError.badRequest(
+                        "field \(object).\(name): \"cascadeDelete\" must be true or false")
+                }
+                field.cascadeDelete = value
+            }
         }
         return field
     }

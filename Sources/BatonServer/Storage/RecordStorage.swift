@@ -167,6 +167,7 @@ final class RecordStorage: Sendable {
         let object = try object(type)
         let fields = try Self.writable(fields, for: object)
         try Self.checkRequired(fields, for: object)
+        try checkLookups(db, fields, of: object)
         let type = object.name
         let id = try nextId(db, type: type)
         let stamp = nextTimeStamp()
@@ -186,6 +187,7 @@ final class RecordStorage: Sendable {
         guard let current = try storedFields(db, type: type, id: id) else {
             throw try missing(db, id: id)
         }
+        try checkLookups(db, fields, of: object)
         var merged = current
         for (key, value) in fields { merged[key] = value }
         let stamp = nextTimeStamp()
@@ -236,6 +238,25 @@ final class RecordStorage: Sendable {
         try db.execute(sql: "DELETE FROM records WHERE id = ?", arguments: [id])
         try db.execute(
             sql: "INSERT OR REPLACE INTO deleted_records (id, type) VALUES (?, ?)", arguments: [id, found])
+        // Master-detail children (and Account's Contacts) go with their parent.
+        for (childType, field) in schema.cascadingLookups(to: found) {
+            let children = try String.fetchAll(
+                db, sql: "SELECT id FROM records WHERE type = ? AND json_extract(fields, '$.\(field)') = ?",
+                arguments: [childType, id])
+            for child in children { try delete(db, type: childType, id: child) }
+        }
+    }
+
+    /// `ENTITY_IS_DELETED` when a lookup in `fields` points to a deleted record, as Salesforce
+    /// answers a write that links to one.
+    func checkLookups(_ db: Database, _ fields: JSONObject, of object: ObjectDescription) throws {
+        for (name, value) in fields {
+            guard let id = value.stringValue, object.field(name)?.type == .reference,
+                try Bool.fetchOne(db, sql: "SELECT 1 FROM deleted_records WHERE id = ?", arguments: [id])
+                    == true
+            else { continue }
+            throw SalesforceError(status: 400, "ENTITY_IS_DELETED", "entity is deleted", fields: [name])
+        }
     }
 
     /// Why there is no record `id`: deleted (`ENTITY_IS_DELETED`) or never there (`NOT_FOUND`).
