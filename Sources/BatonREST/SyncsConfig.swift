@@ -99,7 +99,7 @@ public struct SyncsConfig: Sendable {
                     target = .down(try factory.syncDownTarget(from: targetJSON))
                 case .syncUp:
                     if targetJSON["type"] == nil { targetJSON["type"] = "rest" }
-                    if targetJSON["objectType"] == nil {
+                    if targetJSON["type"] == "rest", targetJSON["objectType"] == nil {
                         guard let object = objectBySoup[soupName] else {
                             throw SyncError(
                                 .invalidTarget,

@@ -255,39 +255,68 @@ public struct ParentChildrenSyncDownTarget: SyncDownTarget {
 }
 
 extension ParentChildrenSyncDownTarget {
-    /// Rebuilds the target from its ``json`` (Mobile Sync's keys; `relationshipType` other
-    /// than `MASTER_DETAIL` is a lookup, as in Mobile Sync).
+    /// Rebuilds the target from its ``json`` (Mobile Sync's keys).
     init(_ json: JSONObject, client: RESTClient) throws {
-        func string(_ object: JSONObject?, _ key: String, default value: String? = nil) throws -> String {
-            guard let text = object?[key]?.stringValue ?? value, !text.isEmpty else {
-                throw SyncError(.invalidTarget, "a parentChildren target needs \"\(key)\"")
-            }
-            return text
-        }
-        let parent = json["parent"]?.objectValue
-        let children = json["children"]?.objectValue
-        guard parent != nil, children != nil else {
-            throw SyncError(.invalidTarget, "a parentChildren target needs \"parent\" and \"children\"")
-        }
         try self.init(
-            client: client,
-            parentInfo: ParentInfo(
-                sobjectType: try string(parent, "sobjectType"), soupName: try string(parent, "soupName"),
-                idFieldName: try string(parent, "idFieldName", default: "Id"),
-                modificationDateFieldName: try string(
-                    parent, "modificationDateFieldName", default: "LastModifiedDate")),
+            client: client, parentInfo: try ParentInfo(json: json),
             parentFieldlist: try RESTTargetFactory.fieldlist(json, "parentFieldlist") ?? [],
             parentSoqlFilter: json["parentSoqlFilter"]?.stringValue,
-            childrenInfo: ChildrenInfo(
-                sobjectType: try string(children, "sobjectType"),
-                sobjectTypePlural: try string(children, "sobjectTypePlural"),
-                soupName: try string(children, "soupName"),
-                parentIdFieldName: try string(children, "parentIdFieldName"),
-                idFieldName: try string(children, "idFieldName", default: "Id"),
-                modificationDateFieldName: try string(
-                    children, "modificationDateFieldName", default: "LastModifiedDate")),
+            childrenInfo: try ChildrenInfo(json: json),
             childrenFieldlist: try RESTTargetFactory.fieldlist(json, "childrenFieldlist") ?? [],
-            relationshipType: json["relationshipType"]?.stringValue == "MASTER_DETAIL"
-                ? .masterDetail : .lookup, batchSize: json["batchSize"]?.intValue.map(Int.init))
+            relationshipType: RelationshipType(json: json),
+            batchSize: json["batchSize"]?.intValue.map(Int.init))
+    }
+}
+
+extension RelationshipType {
+    /// `relationshipType` of a target's JSON: other than `MASTER_DETAIL` is a lookup, as in
+    /// Mobile Sync.
+    init(json: JSONObject) {
+        self = json["relationshipType"]?.stringValue == "MASTER_DETAIL" ? .masterDetail : .lookup
+    }
+}
+
+/// Reads a string member of a parent-children target's `parent` or `children` object.
+private func member(_ object: JSONObject?, _ key: String, of part: String, default value: String? = nil)
+    throws
+    -> String
+{
+    guard let text = object?[key]?.stringValue ?? value, !text.isEmpty else {
+        throw SyncError(.invalidTarget, "a parentChildren target's \"\(part)\" needs \"\(key)\"")
+    }
+    return text
+}
+
+extension ParentInfo {
+    /// The `parent` of a target's JSON; ids and dates default to `Id` and `LastModifiedDate`.
+    init(json: JSONObject) throws {
+        let parent = json["parent"]?.objectValue
+        guard parent != nil else {
+            throw SyncError(.invalidTarget, "a parentChildren target needs \"parent\"")
+        }
+        self.init(
+            sobjectType: try member(parent, "sobjectType", of: "parent"),
+            soupName: try member(parent, "soupName", of: "parent"),
+            idFieldName: try member(parent, "idFieldName", of: "parent", default: "Id"),
+            modificationDateFieldName: try member(
+                parent, "modificationDateFieldName", of: "parent", default: "LastModifiedDate"))
+    }
+}
+
+extension ChildrenInfo {
+    /// The `children` of a target's JSON.
+    init(json: JSONObject) throws {
+        let children = json["children"]?.objectValue
+        guard children != nil else {
+            throw SyncError(.invalidTarget, "a parentChildren target needs \"children\"")
+        }
+        self.init(
+            sobjectType: try member(children, "sobjectType", of: "children"),
+            sobjectTypePlural: try member(children, "sobjectTypePlural", of: "children"),
+            soupName: try member(children, "soupName", of: "children"),
+            parentIdFieldName: try member(children, "parentIdFieldName", of: "children"),
+            idFieldName: try member(children, "idFieldName", of: "children", default: "Id"),
+            modificationDateFieldName: try member(
+                children, "modificationDateFieldName", of: "children", default: "LastModifiedDate"))
     }
 }

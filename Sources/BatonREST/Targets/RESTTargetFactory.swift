@@ -68,6 +68,9 @@ public struct RESTTargetFactory: SyncTargetFactory {
     }
 
     public func syncUpTarget(from json: JSONObject) throws -> any SyncUpTarget {
+        if json["type"]?.stringValue == "parentChildren" {
+            return try ParentChildrenSyncUpTarget(json, client: client)
+        }
         guard json["type"]?.stringValue == "rest", let objectType = json["objectType"]?.stringValue else {
             throw SyncError(
                 .invalidTarget, "unknown sync up target type '\(json["type"]?.stringValue ?? "none")'")

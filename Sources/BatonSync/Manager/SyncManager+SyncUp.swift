@@ -14,7 +14,13 @@ extension SyncManager {
     func runSyncUp(_ state: inout SyncState, onUpdate: SyncUpdateBlock?) async throws {
         let target = try factory.syncUpTarget(from: state.target)
         let soup = state.soupName
-        let dirtyIds = try await store.read { try $0.dirtyEntryIds(in: soup) }
+        let tree = target as? any TreeSyncUpTarget
+        // A parent-children sync goes tree by tree: each dirty parent, and each parent with a
+        // dirty child.
+        let dirtyIds = try await store.read { reader in
+            try tree.map { try Self.dirtyTrees(reader, soup: soup, target: $0) }
+                ?? reader.dirtyEntryIds(in: soup)
+        }
         var counted = state
         counted.totalSize = dirtyIds.count
         counted.progress = 0
@@ -26,7 +32,11 @@ extension SyncManager {
             try checkForStop(state.id)
             let batch = Array(dirtyIds[start..<min(dirtyIds.count, start + max(1, target.batchSize))])
             start += batch.count
-            try await syncUpBatch(batch, state: state, target: target)
+            if let tree {
+                for entryId in batch { try await syncUpTree(entryId, state: state, target: tree) }
+            } else {
+                try await syncUpBatch(batch, state: state, target: target)
+            }
             let before = processed
             processed += batch.count
             // Mobile Sync reports each record's progress below 100% (`done` says the rest), so a
@@ -228,6 +238,9 @@ extension SyncManager {
                     }
                 case .failed(let message):
                     record[LocalFlags.lastError] = .string(message)
+                    try transaction.upsert(record, into: soup, entryId: entryId)
+                case .parentMissing:
+                    record[LocalFlags.lastError] = "its parent is deleted on the server"
                     try transaction.upsert(record, into: soup, entryId: entryId)
                 }
             }

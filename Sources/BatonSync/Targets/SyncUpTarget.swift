@@ -33,6 +33,9 @@ public enum SyncUpOutcome: Sendable, Hashable {
     case missingOnServer
     /// The server refused the record; the message goes to `__last_error__`.
     case failed(String)
+    /// A child refused because its parent is deleted on the server (`ENTITY_IS_DELETED` on the
+    /// parent's lookup).
+    case parentMissing
 }
 
 /// Where a sync up sends local changes (Mobile Sync's `SyncUpTarget`).
@@ -62,4 +65,53 @@ public protocol SyncUpTarget: Sendable {
 extension SyncUpTarget {
     public var createFieldlist: [String]? { nil }
     public var updateFieldlist: [String]? { nil }
+}
+
+/// A parent and the children sent with it, in one call: the parent's create or update first,
+/// then the children, the parent's delete last.
+public struct TreeChange: Sendable {
+    /// The parent's own change; nil when only its children changed.
+    public var parent: LocalChange?
+    /// The parent's server id, when it has one (not for a create).
+    public var parentServerId: String?
+    public var children: [LocalChange]
+
+    public init(parent: LocalChange?, parentServerId: String?, children: [LocalChange]) {
+        self.parent = parent
+        self.parentServerId = parentServerId
+        self.children = children
+    }
+}
+
+/// What the server did with a ``TreeChange``.
+public struct TreeOutcome: Sendable, Hashable {
+    public var parent: SyncUpOutcome?
+    /// One per child, in order.
+    public var children: [SyncUpOutcome]
+
+    public init(parent: SyncUpOutcome?, children: [SyncUpOutcome]) {
+        self.parent = parent
+        self.children = children
+    }
+}
+
+/// A sync up target that sends each parent with its children (Mobile Sync's
+/// `SFParentChildrenSyncUpTarget`): the children of a created parent are linked to it in the same
+/// call, and the manager saves both soups' outcomes in one transaction.
+public protocol TreeSyncUpTarget: SyncUpTarget {
+    var childrenSoup: ChildrenSoup { get }
+    /// Master-detail: the server deletes the children with their parent, so a parent's delete
+    /// goes alone and its local children go with it.
+    var deletesChildrenWithParent: Bool { get }
+    /// The fields a child's create sends (`nil`: every field).
+    var childrenCreateFieldlist: [String]? { get }
+    /// The fields a child's update sends (`nil`: every field).
+    var childrenUpdateFieldlist: [String]? { get }
+    /// Sends one tree. Throws only when the call as a whole failed.
+    func sendTree(_ tree: TreeChange) async throws -> TreeOutcome
+    /// The server's modification stamps of a parent and its children, by id (the parent absent:
+    /// deleted).
+    func fetchTreeTimeStamps(parentId: String) async throws -> [String: Int64]
+    /// A local child's modification time stamp (as last fetched).
+    func childModificationTimeStamp(of record: JSONObject) -> Int64?
 }

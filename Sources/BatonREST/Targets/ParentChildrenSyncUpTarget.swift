@@ -1,0 +1,269 @@
+import BatonStore
+import BatonSync
+import SOQL
+
+/// Mobile Sync's parent-children sync up target (`SFParentChildrenSyncUpTarget`): each parent goes
+/// with its children in one composite call (`POST composite`): the parent's create or update
+/// first, then the children, linked to a created parent through `@{parent.id}`, and the parent's
+/// delete last (alone under master-detail: the server deletes the children). Creates are
+/// upserts on Baton's external id, so a call repeated after a lost answer finds what the first
+/// created. More than 25 requests go in several calls, the parent's first.
+public struct ParentChildrenSyncUpTarget: TreeSyncUpTarget {
+    public let client: RESTClient
+    public let parentInfo: ParentInfo
+    public let childrenInfo: ChildrenInfo
+    public let relationshipType: RelationshipType
+    public let parentCreateFieldlist: [String]?
+    public let parentUpdateFieldlist: [String]?
+    public let childrenCreateFieldlist: [String]?
+    public let childrenUpdateFieldlist: [String]?
+    public let externalIdFieldName: String
+
+    public init(
+        client: RESTClient, parentInfo: ParentInfo, parentCreateFieldlist: [String]? = nil,
+        parentUpdateFieldlist: [String]? = nil, childrenInfo: ChildrenInfo,
+        childrenCreateFieldlist: [String]? = nil,
+        childrenUpdateFieldlist: [String]? = nil, relationshipType: RelationshipType,
+        externalIdFieldName: String = "BatonExternalId__c"
+    ) throws {
+        try TargetSupport.requireType(parentInfo.sobjectType)
+        try TargetSupport.requireType(childrenInfo.sobjectType)
+        for list in [
+            parentCreateFieldlist, parentUpdateFieldlist, childrenCreateFieldlist, childrenUpdateFieldlist,
+        ] {
+            if let list { try TargetSupport.requireFields(list) }
+        }
+        self.client = client
+        self.parentInfo = parentInfo
+        self.childrenInfo = childrenInfo
+        self.relationshipType = relationshipType
+        self.parentCreateFieldlist = parentCreateFieldlist
+        self.parentUpdateFieldlist = parentUpdateFieldlist
+        self.childrenCreateFieldlist = childrenCreateFieldlist
+        self.childrenUpdateFieldlist = childrenUpdateFieldlist
+        self.externalIdFieldName = externalIdFieldName
+    }
+
+    public var json: JSONObject {
+        var object: JSONObject = [
+            "type": "parentChildren", "parent": .object(parentInfo.json),
+            "children": .object(childrenInfo.json),
+            "relationshipType": .string(relationshipType.rawValue),
+            "externalIdFieldName": .string(externalIdFieldName),
+        ]
+        for (key, list) in [
+            ("parentCreateFieldlist", parentCreateFieldlist),
+            ("parentUpdateFieldlist", parentUpdateFieldlist),
+            ("childrenCreateFieldlist", childrenCreateFieldlist),
+            ("childrenUpdateFieldlist", childrenUpdateFieldlist),
+        ] {
+            if let list { object[key] = .array(list.map(JSONValue.string)) }
+        }
+        return object
+    }
+
+    public var idFieldName: String { parentInfo.idFieldName }
+    public var modificationDateFieldName: String { parentInfo.modificationDateFieldName }
+    public var createFieldlist: [String]? { parentCreateFieldlist }
+    public var updateFieldlist: [String]? { parentUpdateFieldlist }
+    /// One tree at a time, so progress moves tree by tree as in Mobile Sync.
+    public var batchSize: Int { 1 }
+    public var childrenSoup: ChildrenSoup { childrenInfo.soup }
+    public var deletesChildrenWithParent: Bool { relationshipType == .masterDetail }
+
+    /// Parents alone (no children), each its own tree.
+    public func send(_ changes: [LocalChange]) async throws -> [SyncUpOutcome] {
+        var outcomes: [SyncUpOutcome] = []
+        for change in changes {
+            let tree = try await sendTree(
+                TreeChange(parent: change, parentServerId: change.serverId, children: []))
+            outcomes.append(tree.parent ?? .failed("not sent"))
+        }
+        return outcomes
+    }
+
+    /// One subrequest of a composite call.
+    struct Subrequest {
+        var request: JSONValue
+    }
+
+    public func sendTree(_ tree: TreeChange) async throws -> TreeOutcome {
+        let base = client.apiPath + "/sobjects/"
+        func request(_ change: LocalChange, info type: String, ref: String, parentLink: String?) -> Subrequest
+        {
+            var fields = change.fields
+            let method: String
+            let url: String
+            switch change.kind {
+            case .create:
+                let external = fields.removeValue(forKey: externalIdFieldName)?.stringValue ?? ""
+                method = "PATCH"
+                url = base + "\(type)/\(externalIdFieldName)/\(external.addingPercentEncodingForPath)"
+            case .update:
+                method = "PATCH"
+                url = base + "\(type)/\(change.serverId ?? "")"
+            case .delete:
+                method = "DELETE"
+                url = base + "\(type)/\(change.serverId ?? "")"
+            }
+            if let parentLink, change.kind != .delete {
+                fields[childrenInfo.parentIdFieldName] = .string(parentLink)
+            }
+            var object: JSONObject = [
+                "method": .string(method), "url": .string(url), "referenceId": .string(ref),
+            ]
+            if change.kind != .delete { object["body"] = .object(fields) }
+            return Subrequest(request: .object(object))
+        }
+        let parentDeleted = tree.parent?.kind == .delete
+        // The parent's create or update goes first, its delete last.
+        var head: [Subrequest] = []
+        var tail: [Subrequest] = []
+        if let parent = tree.parent {
+            let sub = request(parent, info: parentInfo.sobjectType, ref: "parent", parentLink: nil)
+            if parentDeleted { tail.append(sub) } else { head.append(sub) }
+        }
+        let parentCreated = tree.parent?.kind == .create
+        let link: String? = parentDeleted ? nil : parentCreated ? "@{parent.id}" : tree.parentServerId
+        let children = tree.children.enumerated().map { index, change in
+            request(change, info: childrenInfo.sobjectType, ref: "child\(index)", parentLink: link)
+        }
+        var answers: [String: JSONValue] = [:]
+        var remaining = head + children + tail
+        var parentId = tree.parentServerId
+        while !remaining.isEmpty {
+            // A created parent's children must travel with it (the reference): the first call
+            // carries it and as many children as fit; later calls link them by the new id.
+            let chunk = Array(remaining.prefix(CompositeLimit.subrequests))
+            remaining.removeFirst(chunk.count)
+            let body: JSONValue = ["allOrNone": false, "compositeRequest": .array(chunk.map(\.request))]
+            let reply = try await client.send(
+                .POST, client.apiPath + "/composite", body: body, idempotent: false)
+            for answer in reply.body.value(atPath: "compositeResponse")?.arrayValue ?? [] {
+                if let ref = answer.value(atPath: "referenceId")?.stringValue { answers[ref] = answer }
+            }
+            if parentCreated, parentId == nil {
+                parentId = answers["parent"]?.value(atPath: "body.id")?.stringValue
+            }
+            if let parentId {
+                remaining = remaining.map { sub in
+                    var sub = sub
+                    if case .object(var object) = sub.request, var body = object["body"]?.objectValue,
+                        body[childrenInfo.parentIdFieldName] == "@{parent.id}"
+                    {
+                        body[childrenInfo.parentIdFieldName] = .string(parentId)
+                        object["body"] = .object(body)
+                        sub.request = .object(object)
+                    }
+                    return sub
+                }
+            }
+        }
+        func outcome(_ ref: String, _ kind: LocalChange.Kind, isChild: Bool) -> SyncUpOutcome {
+            guard let answer = answers[ref] else {
+                return .failed("no answer for it in the composite response")
+            }
+            let status = answer.value(atPath: "httpStatusCode")?.intValue ?? 0
+            if (200..<300).contains(status) {
+                switch kind {
+                case .create:
+                    return answer.value(atPath: "body.id")?.stringValue.map(SyncUpOutcome.created)
+                        ?? .failed("no id returned")
+                case .update: return .updated
+                case .delete: return .deleted
+                }
+            }
+            let error = answer.value(atPath: "body")?.arrayValue?.first
+            let code = error?.value(atPath: "errorCode")?.stringValue ?? "ERROR"
+            let fields = error?.value(atPath: "fields")?.arrayValue?.compactMap(\.stringValue) ?? []
+            if isChild, code == "ENTITY_IS_DELETED", fields.contains(childrenInfo.parentIdFieldName) {
+                return .parentMissing
+            }
+            if kind != .create, status == 404 || code == "ENTITY_IS_DELETED" || code == "NOT_FOUND" {
+                return .missingOnServer
+            }
+            return .failed(
+                "\(code): \(error?.value(atPath: "message")?.stringValue ?? "refused by the server")")
+        }
+        return TreeOutcome(
+            parent: tree.parent.map { outcome("parent", $0.kind, isChild: false) },
+            children: tree.children.enumerated().map {
+                outcome("child\($0.offset)", $0.element.kind, isChild: true)
+            })
+    }
+
+    /// `SELECT Id, LastModifiedDate, (SELECT Id, LastModifiedDate FROM Contacts) FROM Account
+    /// WHERE Id = '…'`.
+    public func fetchTreeTimeStamps(parentId: String) async throws -> [String: Int64] {
+        let nested = SOQLQuery(
+            fields: [.field(childrenInfo.idFieldName), .field(childrenInfo.modificationDateFieldName)],
+            object: childrenInfo.sobjectTypePlural)
+        let query = SOQLQuery(
+            fields: [
+                .field(parentInfo.idFieldName), .field(parentInfo.modificationDateFieldName),
+                .subquery(nested),
+            ], object: parentInfo.sobjectType,
+            condition: .comparison(field: parentInfo.idFieldName, op: .equal, value: .string(parentId)))
+        var stamps: [String: Int64] = [:]
+        for record in try await client.queryFirstPage(query.soql).records {
+            if let id = record[parentInfo.idFieldName]?.stringValue,
+                let stamp = modificationTimeStamp(of: record)
+            {
+                stamps[id] = stamp
+            }
+            for child in record[childrenInfo.sobjectTypePlural]?.value(atPath: "records")?.arrayValue ?? [] {
+                if let id = child.value(atPath: childrenInfo.idFieldName)?.stringValue,
+                    let stamp = child.value(atPath: childrenInfo.modificationDateFieldName)?.stringValue
+                        .flatMap(
+                            DateTimeLiteral.milliseconds)
+                {
+                    stamps[id] = stamp
+                }
+            }
+        }
+        return stamps
+    }
+
+    public func fetchModificationTimeStamps(ids: [String]) async throws -> [String: Int64] {
+        var stamps: [String: Int64] = [:]
+        for id in ids {
+            stamps.merge(try await fetchTreeTimeStamps(parentId: id).filter { $0.key == id }) { $1 }
+        }
+        return stamps
+    }
+
+    public func modificationTimeStamp(of record: JSONObject) -> Int64? {
+        record[parentInfo.modificationDateFieldName]?.stringValue.flatMap(DateTimeLiteral.milliseconds)
+    }
+
+    public func childModificationTimeStamp(of record: JSONObject) -> Int64? {
+        record[childrenInfo.modificationDateFieldName]?.stringValue.flatMap(DateTimeLiteral.milliseconds)
+    }
+}
+
+/// Salesforce's limit on subrequests in one composite call.
+enum CompositeLimit {
+    static let subrequests = 25
+}
+
+extension String {
+    /// The text as one URL path segment.
+    var addingPercentEncodingForPath: String {
+        addingPercentEncoding(withAllowedCharacters: .rfc3986Unreserved) ?? self
+    }
+}
+
+extension ParentChildrenSyncUpTarget {
+    /// Rebuilds the target from its ``json``.
+    init(_ json: JSONObject, client: RESTClient) throws {
+        try self.init(
+            client: client, parentInfo: try ParentInfo(json: json),
+            parentCreateFieldlist: try RESTTargetFactory.fieldlist(json, "parentCreateFieldlist"),
+            parentUpdateFieldlist: try RESTTargetFactory.fieldlist(json, "parentUpdateFieldlist"),
+            childrenInfo: try ChildrenInfo(json: json),
+            childrenCreateFieldlist: try RESTTargetFactory.fieldlist(json, "childrenCreateFieldlist"),
+            childrenUpdateFieldlist: try RESTTargetFactory.fieldlist(json, "childrenUpdateFieldlist"),
+            relationshipType: RelationshipType(json: json),
+            externalIdFieldName: json["externalIdFieldName"]?.stringValue ?? "BatonExternalId__c")
+    }
+}

@@ -1,0 +1,319 @@
+import BatonStore
+import Foundation
+
+extension SyncManager {
+    /// The parents to send, in entry order: the dirty ones, and those with a dirty child.
+    static func dirtyTrees(_ reader: StoreReader, soup: String, target: any TreeSyncUpTarget) throws
+        -> [Int64]
+    {
+        var ids = Set(try reader.dirtyEntryIds(in: soup))
+        let children = target.childrenSoup
+        if try reader.soupIfExists(children.soupName) != nil {
+            for child in try reader.dirtyEntries(in: children.soupName) {
+                guard let parentId = child.record[children.parentIdFieldName], !parentId.isNull,
+                    let parent = try reader.entry(where: target.idFieldName, equals: parentId, in: soup)
+                else { continue }
+                ids.insert(parent.entryId)
+            }
+        }
+        return ids.sorted()
+    }
+
+    /// Sends one parent with its children and saves what the server did to both soups in one
+    /// transaction. As for single records, creates are upserts on a client-generated external
+    /// id saved before sending, so a lost answer never makes a duplicate, and a record edited
+    /// while on the way stays dirty.
+    ///
+    /// - Parameter again: this is the one re-send after the server deleted a record the sync
+    ///   updates (`overwrite` recreates it, as Mobile Sync does).
+    func syncUpTree(
+        _ parentEntryId: Int64, state: SyncState, target: any TreeSyncUpTarget, again: Bool = false
+    )
+        async throws
+    {
+        let soup = state.soupName
+        let children = target.childrenSoup
+        let idField = target.idFieldName
+        let extField = target.externalIdFieldName
+        let masterDetail = target.deletesChildrenWithParent
+        let parentCreateFields = target.createFieldlist ?? state.options.fieldlist
+        let parentUpdateFields = target.updateFieldlist ?? state.options.fieldlist
+        let (childCreateFields, childUpdateFields) = (
+            target.childrenCreateFieldlist, target.childrenUpdateFieldlist
+        )
+        let access = try writer()
+
+        // 1. The tree as it is now; created records get their external id, durably, first.
+        let prepared = try await access.write { transaction -> PreparedTree? in
+            guard var parent = try transaction.entry(parentEntryId, in: soup)?.record else { return nil }
+            let localId = parent[idField]
+            var childEntries =
+                try transaction.soupIfExists(children.soupName) == nil || localId == nil
+                || localId?.isNull == true
+                ? []
+                : try transaction.query(
+                    SoupQuery(where: [.exact(children.parentIdFieldName, localId!)]), in: children.soupName)
+            let parentCreated = LocalFlags.isCreated(parent) || localId?.stringValue == nil
+            if LocalFlags.isDeleted(parent), parentCreated {
+                // Never on the server: it and its children go, locally only.
+                try transaction.delete(entryIds: [parentEntryId], from: soup)
+                try transaction.delete(entryIds: childEntries.map(\.entryId), from: children.soupName)
+                return nil
+            }
+            if parentCreated, parent[extField]?.stringValue == nil {
+                parent[extField] = .string(UUID().uuidString)
+                try transaction.upsert(parent, into: soup, entryId: parentEntryId)
+            }
+            var parentChange: LocalChange?
+            if LocalFlags.isDirty(parent) || parentCreated {
+                let kind: LocalChange.Kind =
+                    LocalFlags.isDeleted(parent) ? .delete : parentCreated ? .create : .update
+                parentChange = LocalChange(
+                    entryId: parentEntryId, kind: kind, serverId: parentCreated ? nil : localId?.stringValue,
+                    fields: kind == .delete
+                        ? [:]
+                        : Self.outgoing(
+                            parent, kind == .create ? parentCreateFields : parentUpdateFields,
+                            kind == .create ? extField : nil))
+            }
+            var childChanges: [LocalChange] = []
+            var sentChildren: [Int64: JSONObject] = [:]
+            if !(masterDetail && parentChange?.kind == .delete) {
+                for index in childEntries.indices {
+                    var child = childEntries[index].record
+                    let entryId = childEntries[index].entryId
+                    let childCreated =
+                        LocalFlags.isCreated(child) || child[children.idFieldName]?.stringValue == nil
+                    if LocalFlags.isDeleted(child), childCreated {
+                        try transaction.delete(entryIds: [entryId], from: children.soupName)
+                        continue
+                    }
+                    // A created parent takes all its children along, to link them to its new id.
+                    guard LocalFlags.isDirty(child) || parentCreated else { continue }
+                    if childCreated, child[extField]?.stringValue == nil {
+                        child[extField] = .string(UUID().uuidString)
+                        try transaction.upsert(child, into: children.soupName, entryId: entryId)
+                        childEntries[index].record = child
+                    }
+                    let kind: LocalChange.Kind =
+                        LocalFlags.isDeleted(child) ? .delete : childCreated ? .create : .update
+                    var fields =
+                        kind == .delete
+                        ? [:]
+                        : Self.outgoing(
+                            child, kind == .create ? childCreateFields : childUpdateFields,
+                            kind == .create ? extField : nil)
+                    fields[children.parentIdFieldName] = nil  // the target links it to the parent
+                    childChanges.append(
+                        LocalChange(
+                            entryId: entryId, kind: kind,
+                            serverId: childCreated ? nil : child[children.idFieldName]?.stringValue,
+                            fields: fields))
+                    sentChildren[entryId] = child
+                }
+            }
+            return PreparedTree(
+                parent: parent, parentChange: parentChange,
+                parentServerId: parentCreated ? nil : localId?.stringValue,
+                children: childChanges, sentChildren: sentChildren,
+                childStamps: childEntries.compactMap { entry in
+                    LocalFlags.isCreated(entry.record)
+                        ? nil
+                        : entry.record[children.idFieldName]?.stringValue.map {
+                            (
+                                $0, target.childModificationTimeStamp(of: entry.record),
+                                LocalFlags.isDeleted(entry.record)
+                            )
+                        }
+                })
+        }
+        guard let prepared, prepared.parentChange != nil || !prepared.children.isEmpty else { return }
+
+        // 2. leaveIfChanged: the whole tree waits when the server changed any of it since it was
+        //    fetched (Mobile Sync's rule: every local child counts, changed or not).
+        if state.mergeMode == .leaveIfChanged, let parentId = prepared.parentServerId {
+            let remote: [String: Int64]
+            do {
+                remote = try await target.fetchTreeTimeStamps(parentId: parentId)
+            } catch {
+                try checkForStop(state.id)
+                try Task.checkCancellation()
+                try await markTree(
+                    prepared, soup: soup, children: children, access: access,
+                    error:
+                        "not sent: the server's modification dates could not be fetched (leaveIfChanged): \(error)"
+                )
+                return
+            }
+            var local = [
+                (
+                    parentId, target.modificationTimeStamp(of: prepared.parent),
+                    LocalFlags.isDeleted(prepared.parent)
+                )
+            ]
+            local += prepared.childStamps.map {
+                ($0.0, $0.1, $0.2 || (masterDetail && LocalFlags.isDeleted(prepared.parent)))
+            }
+            let newer = local.allSatisfy { id, stamp, deleted in
+                guard let stamp else { return true }
+                guard let server = remote[id] else { return deleted }
+                return stamp >= server
+            }
+            guard newer else { return }
+        }
+        try checkForStop(state.id)
+
+        // 3. Send.
+        let outcome = try await target.sendTree(
+            TreeChange(
+                parent: prepared.parentChange, parentServerId: prepared.parentServerId,
+                children: prepared.children))
+
+        // 4. Save what the server did.
+        let overwrite = state.mergeMode == .overwrite
+        let recreate = try await access.write { transaction -> Bool in
+            var recreate = false
+            var parentServerId = prepared.parentServerId
+            if let change = prepared.parentChange, let result = outcome.parent,
+                var record = try transaction.entry(parentEntryId, in: soup)?.record
+            {
+                let editedMeanwhile = record != prepared.parent
+                switch result {
+                case .created(let serverId):
+                    parentServerId = serverId
+                    try Self.acknowledgeCreate(
+                        record, entryId: parentEntryId, serverId: serverId, idField: idField,
+                        extField: extField,
+                        soup: soup, editedMeanwhile: editedMeanwhile, in: transaction)
+                case .updated:
+                    if !editedMeanwhile {
+                        try transaction.upsert(
+                            LocalFlags.clean(record, syncId: nil), into: soup, entryId: parentEntryId)
+                    }
+                case .deleted:
+                    try Self.deleteParent(
+                        parentEntryId, record, soup: soup, children: children, masterDetail: masterDetail,
+                        idField: idField, in: transaction)
+                case .missingOnServer where change.kind == .delete:
+                    try Self.deleteParent(
+                        parentEntryId, record, soup: soup, children: children, masterDetail: masterDetail,
+                        idField: idField, in: transaction)
+                case .missingOnServer:
+                    if overwrite, !again {
+                        record = LocalFlags.markCreated(record)
+                        try transaction.upsert(record, into: soup, entryId: parentEntryId)
+                        recreate = true
+                    } else {
+                        record[LocalFlags.lastError] = "deleted on the server"
+                        try transaction.upsert(record, into: soup, entryId: parentEntryId)
+                    }
+                case .failed(let message):
+                    record[LocalFlags.lastError] = .string(message)
+                    try transaction.upsert(record, into: soup, entryId: parentEntryId)
+                case .parentMissing:
+                    record[LocalFlags.lastError] = "refused: a record it refers to is deleted on the server"
+                    try transaction.upsert(record, into: soup, entryId: parentEntryId)
+                }
+            }
+            for (change, result) in zip(prepared.children, outcome.children) {
+                guard var record = try transaction.entry(change.entryId, in: children.soupName)?.record else {
+                    continue
+                }
+                let editedMeanwhile = prepared.sentChildren[change.entryId].map { $0 != record } ?? false
+                switch result {
+                case .created(let serverId):
+                    record[children.idFieldName] = .string(serverId)
+                    if let parentServerId { record[children.parentIdFieldName] = .string(parentServerId) }
+                    record =
+                        editedMeanwhile
+                        ? {
+                            var r = LocalFlags.markUpdated(record); r[LocalFlags.locallyCreated] = false;
+                            return r
+                        }()
+                        : LocalFlags.clean(record, syncId: nil)
+                    try transaction.upsert(record, into: children.soupName, entryId: change.entryId)
+                case .updated:
+                    if let parentServerId { record[children.parentIdFieldName] = .string(parentServerId) }
+                    if !editedMeanwhile { record = LocalFlags.clean(record, syncId: nil) }
+                    try transaction.upsert(record, into: children.soupName, entryId: change.entryId)
+                case .deleted:
+                    try transaction.delete(entryIds: [change.entryId], from: children.soupName)
+                case .missingOnServer where change.kind == .delete:
+                    try transaction.delete(entryIds: [change.entryId], from: children.soupName)
+                case .missingOnServer:
+                    if overwrite, !again {
+                        try transaction.upsert(
+                            LocalFlags.markCreated(record), into: children.soupName, entryId: change.entryId)
+                        recreate = true
+                    } else {
+                        record[LocalFlags.lastError] = "deleted on the server"
+                        try transaction.upsert(record, into: children.soupName, entryId: change.entryId)
+                    }
+                case .parentMissing:
+                    // The parent is gone on the server: under overwrite it is created again.
+                    if overwrite, !again, var parent = try transaction.entry(parentEntryId, in: soup)?.record
+                    {
+                        parent = LocalFlags.markCreated(parent)
+                        try transaction.upsert(parent, into: soup, entryId: parentEntryId)
+                        recreate = true
+                    } else {
+                        record[LocalFlags.lastError] = "its parent is deleted on the server"
+                        try transaction.upsert(record, into: children.soupName, entryId: change.entryId)
+                    }
+                case .failed(let message):
+                    record[LocalFlags.lastError] = .string(message)
+                    try transaction.upsert(record, into: children.soupName, entryId: change.entryId)
+                }
+            }
+            return recreate
+        }
+        if recreate { try await syncUpTree(parentEntryId, state: state, target: target, again: true) }
+    }
+
+    /// Deletes a parent deleted on the server, with its local children when the server deletes
+    /// them too (master-detail).
+    static func deleteParent(
+        _ entryId: Int64, _ record: JSONObject, soup: String, children: ChildrenSoup, masterDetail: Bool,
+        idField: String, in transaction: StoreTransaction
+    ) throws {
+        try transaction.delete(entryIds: [entryId], from: soup)
+        guard masterDetail, let id = record[idField], try transaction.soupIfExists(children.soupName) != nil
+        else { return }
+        let orphans = try transaction.query(
+            SoupQuery(where: [.exact(children.parentIdFieldName, id)]), in: children.soupName)
+        try transaction.delete(entryIds: orphans.map(\.entryId), from: children.soupName)
+    }
+
+    /// Sets `error` on a tree's records that were to be sent.
+    func markTree(
+        _ tree: PreparedTree, soup: String, children: ChildrenSoup, access: WriteAccess, error: String
+    ) async throws {
+        let parentEntryId = tree.parentChange?.entryId
+        let childIds = tree.children.map(\.entryId)
+        try await access.write { transaction in
+            if let parentEntryId, var record = try transaction.entry(parentEntryId, in: soup)?.record {
+                record[LocalFlags.lastError] = .string(error)
+                try transaction.upsert(record, into: soup, entryId: parentEntryId)
+            }
+            for entryId in childIds {
+                guard var record = try transaction.entry(entryId, in: children.soupName)?.record else {
+                    continue
+                }
+                record[LocalFlags.lastError] = .string(error)
+                try transaction.upsert(record, into: children.soupName, entryId: entryId)
+            }
+        }
+    }
+}
+
+/// A tree read and prepared for sending.
+struct PreparedTree: Sendable {
+    var parent: JSONObject
+    var parentChange: LocalChange?
+    var parentServerId: String?
+    var children: [LocalChange]
+    /// Each sent child as it was, to tell a local edit made meanwhile.
+    var sentChildren: [Int64: JSONObject]
+    /// Every local child with a server id: its stamp and whether it is deleted locally.
+    var childStamps: [(String, Int64?, Bool)]
+}
