@@ -120,7 +120,9 @@ struct ChaosInvariantTests {
         ["event": "sync", "name": "accounts", "status": "running"],
         ["event": "sync", "name": "accounts", "status": "done"],
         ["event": "sync", "name": "edits", "status": "done"],
-        ["event": "ghosts.cleaned"],
+        ["event": "ghosts.cleaned", "name": "accounts"],
+        ["event": "sync", "name": "trees", "status": "done"],
+        ["event": "ghosts.cleaned", "name": "trees"],
     ]
 
     @Test("settled: the writer under its epoch ran every sync to done and cleaned ghosts after the sync down")
@@ -135,6 +137,10 @@ struct ChaosInvariantTests {
         var early = settledLog
         early.swapAt(2, 4)
         #expect(!ChaosRun.hasSettled(status: status(phase: .writer), pid: 100, events: early))
+        // The other sync down's ghosts not cleaned after its run: not settled.
+        #expect(
+            !ChaosRun.hasSettled(
+                status: status(phase: .writer), pid: 100, events: Array(settledLog.dropLast())))
         // A sync whose last word is not done: not settled.
         let failed = settledLog + [["event": "sync", "name": "edits", "status": "failed"]]
         #expect(!ChaosRun.hasSettled(status: status(phase: .writer), pid: 100, events: failed))
@@ -209,5 +215,33 @@ struct ChaosInvariantTests {
             converged(
                 server: renamed, local: renamed.enumerated().map { entry(Int64($0.offset + 1), $0.element) })?
                 .invariant == "no local edit lost")
+    }
+
+    @Test("the parent-children sync converges when its soups hold the server's accounts and contacts")
+    func treesConverge() {
+        let accounts: [JSONObject] = [
+            ["Id": "001", "LastModifiedDate": "2026-01-01T00:00:00.000+0000"],
+            ["Id": "002", "LastModifiedDate": "2026-01-02T00:00:00.000+0000"],
+        ]
+        let contacts: [JSONObject] = [
+            ["Id": "003A", "AccountId": "001"], ["Id": "003B", "AccountId": "001"],
+        ]
+        func check(parents: [JSONObject], children: [JSONObject]) -> ChaosViolation? {
+            violation {
+                try ChaosRun.checkTrees(
+                    round: 7, serverAccounts: accounts, serverContacts: contacts, parents: parents,
+                    children: children)
+            }
+        }
+        #expect(check(parents: accounts, children: contacts) == nil)
+        #expect(
+            check(parents: [accounts[0]], children: contacts)?.invariant == "store = server (parent-children)"
+        )
+        var moved = contacts
+        moved[1]["AccountId"] = "002"
+        #expect(check(parents: accounts, children: moved)?.detail.contains("contacts differ") == true)
+        var stale = accounts
+        stale[0]["LastModifiedDate"] = "2025-01-01T00:00:00.000+0000"
+        #expect(check(parents: stale, children: contacts)?.detail.contains("accounts differ") == true)
     }
 }

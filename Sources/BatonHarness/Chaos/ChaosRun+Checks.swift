@@ -87,6 +87,38 @@ extension ChaosRun {
         let entries = try await store.read { try $0.query(.all, in: "accounts") }
         try Self.checkConverged(
             round: round, syncs: syncs, serverRecords: serverRecords, local: entries, edits: edits)
+        let contacts = try await client.adminRecords(type: "Contact")
+        let (parents, children) = try await store.read { reader in
+            (
+                try reader.query(.all, in: "treeAccounts").map(\.record),
+                try reader.query(.all, in: "treeContacts").map(\.record)
+            )
+        }
+        try Self.checkTrees(
+            round: round, serverAccounts: serverRecords, serverContacts: contacts, parents: parents,
+            children: children)
+    }
+
+    /// The parent-children sync `trees` holds exactly the server's accounts (same Ids and
+    /// LastModifiedDate) and their contacts, each under its account.
+    static func checkTrees(
+        round: Int, serverAccounts: [JSONObject], serverContacts: [JSONObject], parents: [JSONObject],
+        children: [JSONObject]
+    ) throws {
+        func pairs(_ records: [JSONObject], _ field: String) -> Set<String> {
+            Set(records.map { "\($0["Id"]?.stringValue ?? "?") \($0[field]?.stringValue ?? "-")" })
+        }
+        let parentsMatch = pairs(parents, "LastModifiedDate") == pairs(serverAccounts, "LastModifiedDate")
+        let childrenMatch = pairs(children, "AccountId") == pairs(serverContacts, "AccountId")
+        guard parentsMatch, childrenMatch, parents.count == serverAccounts.count,
+            children.count == serverContacts.count
+        else {
+            throw ChaosViolation(
+                round: round, invariant: "store = server (parent-children)",
+                detail:
+                    "\(serverAccounts.count) accounts and \(serverContacts.count) contacts on the server, \(parents.count) and \(children.count) in the trees sync's soups; accounts \(parentsMatch ? "match" : "differ"), contacts \(childrenMatch ? "match" : "differ")"
+            )
+        }
     }
 
     /// ``checkConverged(round:)`` on what it read: the syncs, the server's records and the

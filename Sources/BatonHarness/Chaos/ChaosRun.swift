@@ -69,7 +69,23 @@ public final class ChaosRun: @unchecked Sendable {
         }
     }
 
-    static let syncNames = ["accounts", "edits"]
+    static let syncNames = ["accounts", "edits", "trees"]
+    /// The sync downs, each followed by clean resync ghosts.
+    static let downSyncNames = ["accounts", "trees"]
+    /// Accounts that get contacts, and how many each, for the parent-children sync `trees`.
+    static let treeAccounts = 40
+    static let contactsPerAccount = 2
+    /// `trees`: Accounts with their Contacts, into soups of their own (Mobile Sync's
+    /// parent-children sync down, in its syncs-config format).
+    static let treesConfig = #"""
+        {"syncs": [{"syncName": "trees", "syncType": "syncDown", "soupName": "treeAccounts",
+          "target": {"type": "parentChildren", "batchSize": 10,
+            "parent": {"sobjectType": "Account", "soupName": "treeAccounts"},
+            "children": {"sobjectType": "Contact", "sobjectTypePlural": "Contacts", "soupName": "treeContacts",
+                         "parentIdFieldName": "AccountId"},
+            "parentFieldlist": ["Id", "Name"], "childrenFieldlist": ["LastName", "AccountId"],
+            "relationshipType": "MASTER_DETAIL"}}]}
+        """#
     static let query = "SELECT Id, Name, Number__c, Rating__c FROM Account"
     static let batchSize = 10
     static let settleTimeout = Duration.seconds(90)
@@ -125,6 +141,9 @@ public final class ChaosRun: @unchecked Sendable {
     /// While this file exists, the participants' store writes fail as it says (`disk-full`).
     var diskFullPath: String { workPath + "/disk-full" }
 
+    /// The syncs config holding `trees`.
+    var treesConfigPath: String { workPath + "/syncs.json" }
+
     // MARK: - The run
 
     /// Plays every round and the final settle; throws the first violation.
@@ -133,8 +152,19 @@ public final class ChaosRun: @unchecked Sendable {
             try shared.ensureSubdirectory(sub)
         }
         try await startServer()
-        try await client.adminSeed(
+        let accountIds = try await client.adminSeed(
             type: "Account", count: options.records, timeStamps: max(1, options.records / 3), bytes: 100)
+        let contacts: [JSONObject] = accountIds.prefix(Self.treeAccounts).flatMap { id in
+            (0..<Self.contactsPerAccount).map { n in
+                ["LastName": .string("chaos contact \(n)"), "AccountId": .string(id)]
+            }
+        }
+        for start in stride(from: 0, to: contacts.count, by: 200) {
+            _ = try await client.compositeCreate(
+                type: "Contact", records: Array(contacts[start..<min(contacts.count, start + 200)]),
+                allOrNone: true)
+        }
+        try Self.treesConfig.write(toFile: treesConfigPath, atomically: true, encoding: .utf8)
         try await client.adminSetFaults(["latencyMs": 5])
 
         let count = options.participants ?? random.int(2...4)
@@ -220,6 +250,7 @@ public final class ChaosRun: @unchecked Sendable {
                 "--priority", String(member.priority), "--server", "http://127.0.0.1:\(port)",
                 "--lifecycle", "background", "--batch-size", String(Self.batchSize),
                 "--sync-down", "accounts:accounts:\(Self.query)", "--clean-ghosts", "accounts",
+                "--syncs-config", treesConfigPath, "--clean-ghosts", "trees",
                 "--sync-up", "edits:accounts", "--down-merge-mode", "leave-if-changed",
                 "--up-merge-mode", "overwrite", "--retry-delay", "0.2", "--stop-deadline",
                 member.stopDeadline,
@@ -285,7 +316,7 @@ public final class ChaosRun: @unchecked Sendable {
                 $0.event == "lease.acquired" && $0["epoch"]?.intValue == epoch
             })
         else { return false }
-        var lastDownDone = acquired
+        var lastDownDone: [String: Int] = [:]
         for name in Self.syncNames {
             guard
                 let last = events[acquired...].lastIndex(where: {
@@ -293,10 +324,15 @@ public final class ChaosRun: @unchecked Sendable {
                 }),
                 events[last]["status"]?.stringValue == "done"
             else { return false }
-            if name == "accounts" { lastDownDone = last }
+            if Self.downSyncNames.contains(name) { lastDownDone[name] = last }
         }
-        // Clean resync ghosts ran after the last sync down.
-        return events[lastDownDone...].contains { $0.event?.hasPrefix("ghosts.") == true }
+        // Each sync down's clean resync ghosts ran after its last run.
+        return lastDownDone.allSatisfy { name, done in
+            events[done...].contains {
+                $0.event?.hasPrefix("ghosts.") == true
+                    && ($0["name"] == nil || $0["name"]?.stringValue == name)
+            }
+        }
     }
 
     /// Waits for the expected writer to hold the lease with its syncs done.
