@@ -12,17 +12,6 @@ struct DescribeSearchTests {
         try await client.send(.GET, "/services/data/v60.0/" + path, idempotent: true).body
     }
 
-    func errorCode(_ call: () async throws -> Void) async -> String? {
-        do {
-            try await call()
-            return nil
-        } catch let error as RESTError {
-            return error.errorCode
-        } catch {
-            return "\(error)"
-        }
-    }
-
     @Test("describe names the fields with their types, lengths, picklists and relationships")
     func describe() async throws {
         try await withLiveServer { _, client in

@@ -8,17 +8,6 @@ import Testing
 /// What the server answers, shaped as Salesforce answers it (issue 19's server items).
 @Suite("Salesforce's answers")
 struct SalesforceShapeTests {
-    func errorCode(_ call: () async throws -> Void) async -> String? {
-        do {
-            try await call()
-            return nil
-        } catch let error as RESTError {
-            return error.errorCode
-        } catch {
-            return "\(error)"
-        }
-    }
-
     @Test("every version v31.0-v62.0 is routed and listed; others are NOT_FOUND; URLs keep the version asked")
     func versions() async throws {
         try await withLiveServer { _, client in

@@ -25,24 +25,6 @@ struct MobileSyncTargetsPortTests {
         try f.unfenced.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
     }
 
-    /// `trySyncDown:`: runs the target into `accounts` and checks Running 0/-1, then
-    /// `numberFetches` Running updates at `i*100/numberFetches`, then Done 100.
-    @discardableResult
-    func trySyncDown(
-        _ f: SyncFixture, _ mode: MergeMode, _ target: any SyncDownTarget, totalSize: Int, numberFetches: Int
-    ) async throws -> SyncState {
-        let log = UpdateLog()
-        let sync = try await f.manager.syncDown(
-            target: target, options: SyncOptions(mergeMode: mode), soupName: "accounts", onUpdate: log.block)
-        let done = try #require(await f.manager.waitForSync(id: sync.id))
-        let expected =
-            ["running 0/-1"] + (0..<numberFetches).map { "running \($0 * 100 / numberFetches)/\(totalSize)" }
-            + ["done 100/\(totalSize)"]
-        #expect(ListenerContractTests.render(log.all) == expected)
-        #expect(done.target == target.json)
-        return done
-    }
-
     /// `checkDb:`: the soup holds each id with the expected fields.
     func checkDb(_ f: SyncFixture, _ idToFields: [String: JSONObject]) throws {
         let local = try f.local()
@@ -73,8 +55,8 @@ struct MobileSyncTargetsPortTests {
         try await withSyncFixture { f in
             let idToFields = try await createAccountsOnServer(f, 10)
             try seedIdsLocally(f, idToFields.keys)
-            try await trySyncDown(
-                f, .overwrite, try refreshTarget(f, perSoql: perSoql), totalSize: 10, numberFetches: fetches)
+            try await f.trySyncDown(
+                .overwrite, try refreshTarget(f, perSoql: perSoql), totalSize: 10, numberFetches: fetches)
             try checkDb(f, idToFields)
         }
     }
@@ -86,7 +68,7 @@ struct MobileSyncTargetsPortTests {
             try seedIdsLocally(f, idToFields.keys)
             let target = try refreshTarget(
                 f, fields: ["Id", "Name", "Description", "LastModifiedDate"], perSoql: 1)
-            let sync = try await trySyncDown(f, .overwrite, target, totalSize: 10, numberFetches: 10)
+            let sync = try await f.trySyncDown(.overwrite, target, totalSize: 10, numberFetches: 10)
             #expect(sync.maxTimeStamp > 0)
             try checkDb(f, idToFields)
             // makeSomeRemoteChanges: the first and third ids, sorted.
@@ -120,8 +102,8 @@ struct MobileSyncTargetsPortTests {
         try await withSyncFixture { f in
             var idToFields = try await createAccountsOnServer(f, 10)
             try seedIdsLocally(f, idToFields.keys)
-            let sync = try await trySyncDown(
-                f, .overwrite, try refreshTarget(f), totalSize: 10, numberFetches: 1)
+            let sync = try await f.trySyncDown(
+                .overwrite, try refreshTarget(f), totalSize: 10, numberFetches: 1)
             let deleted = idToFields.keys.sorted()[0]
             try await f.client.delete(type: "Account", id: deleted)
             #expect(try await f.manager.cleanResyncGhosts(id: sync.id) == 1)
@@ -146,8 +128,8 @@ struct MobileSyncTargetsPortTests {
             let accountIds = created + existing
             let target = try MruSyncDownTarget(
                 client: f.client, objectType: "Account", fieldlist: ["Id", "Name", "Description"])
-            let sync = try await trySyncDown(
-                f, .leaveIfChanged, target, totalSize: accountIds.count, numberFetches: 1)
+            let sync = try await f.trySyncDown(
+                .leaveIfChanged, target, totalSize: accountIds.count, numberFetches: 1)
             #expect(Set(try f.local().keys).isSuperset(of: accountIds))
             try await f.client.delete(type: "Account", id: accountIds[0])
             #expect(try await f.manager.cleanResyncGhosts(id: sync.id) == 1)
@@ -163,8 +145,8 @@ struct MobileSyncTargetsPortTests {
             let (id, fields) = try #require(try await createAccountsOnServer(f, 1).first)
             let name = try #require(fields["Name"]?.stringValue)
             let sosl = "find {\(name)} in NAME FIELDS returning  Account(Id, Name, Description)"
-            let sync = try await trySyncDown(
-                f, .leaveIfChanged, SoslSyncDownTarget(client: f.client, query: sosl), totalSize: 1,
+            let sync = try await f.trySyncDown(
+                .leaveIfChanged, SoslSyncDownTarget(client: f.client, query: sosl), totalSize: 1,
                 numberFetches: 1)
             try checkDb(f, [id: fields])
             try await f.client.delete(type: "Account", id: id)
@@ -178,7 +160,7 @@ struct MobileSyncTargetsPortTests {
         try await withSyncFixture { f in
             try createAccountsSoup(f)
             let target = try MetadataSyncDownTarget(client: f.client, objectType: "Account")
-            for _ in 0..<2 { try await trySyncDown(f, .overwrite, target, totalSize: 1, numberFetches: 1) }
+            for _ in 0..<2 { try await f.trySyncDown(.overwrite, target, totalSize: 1, numberFetches: 1) }
             let rows = try f.store.query(.all, in: "accounts").map(\.record)
             #expect(rows.count == 1)
             let metadata = try #require(rows.first)
@@ -199,8 +181,8 @@ struct MobileSyncTargetsPortTests {
             try createAccountsSoup(f)
             let target = try LayoutSyncDownTarget(
                 client: f.client, objectType: "Account", layoutType: "Compact")
-            let sync = try await trySyncDown(f, .overwrite, target, totalSize: 1, numberFetches: 1)
-            try await trySyncDown(f, .overwrite, target, totalSize: 1, numberFetches: 1)
+            let sync = try await f.trySyncDown(.overwrite, target, totalSize: 1, numberFetches: 1)
+            try await f.trySyncDown(.overwrite, target, totalSize: 1, numberFetches: 1)
             let rows = try f.store.query(.all, in: "accounts").map(\.record)
             #expect(rows.count == 1)
             let layout = try #require(rows.first)

@@ -5,6 +5,7 @@ import BatonStore
 import BatonSync
 import BatonTestSupport
 import Logging
+import Testing
 
 /// A live reference server (port 0), a store in a temp directory, and a running SyncManager.
 struct SyncFixture: Sendable {
@@ -32,6 +33,24 @@ struct SyncFixture: Sendable {
             if let id = entry.record["Id"]?.stringValue { byId[id] = entry.record }
         }
         return byId
+    }
+
+    /// Mobile Sync's `trySyncDown`: runs `target` into `accounts` and checks the listener heard
+    /// `running 0/-1`, then `numberFetches` updates at `i*100/numberFetches`, then `done 100`.
+    @discardableResult
+    func trySyncDown(_ mode: MergeMode, _ target: any SyncDownTarget, totalSize: Int, numberFetches: Int = 1)
+        async throws -> SyncState
+    {
+        let log = UpdateLog()
+        let sync = try await manager.syncDown(
+            target: target, options: SyncOptions(mergeMode: mode), soupName: "accounts", onUpdate: log.block)
+        let done = try #require(await manager.waitForSync(id: sync.id))
+        let expected =
+            ["running 0/-1"] + (0..<numberFetches).map { "running \($0 * 100 / numberFetches)/\(totalSize)" }
+            + ["done 100/\(totalSize)"]
+        #expect(ListenerContractTests.render(log.all) == expected)
+        #expect(done.target == target.json)
+        return done
     }
 
     func served() async throws -> Int {

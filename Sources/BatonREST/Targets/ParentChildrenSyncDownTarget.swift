@@ -75,9 +75,10 @@ public enum RelationshipType: String, Sendable, Hashable {
 /// Mobile Sync's parent-children sync down target (`SFParentChildrenSyncDownTarget`): parents
 /// with their children in one query (a child subquery), parents saved in the sync's soup and
 /// children in theirs with the parent's id. Sorted by the parent's modification date, so a
-/// stopped run resumes where it stopped; a run after `done` fetches the parents modified since,
-/// with their children modified since (a child changed under an unchanged parent waits for its
-/// parent's next change, as in Mobile Sync).
+/// stopped run resumes where it stopped (with every child of the parents still to come); a run
+/// after `done` fetches the parents modified since, with their children modified since. As in
+/// Mobile Sync, the query follows the parents: a child changed while its parent was not is not
+/// fetched by a later run of the sync.
 public struct ParentChildrenSyncDownTarget: SyncDownTarget {
     public let client: RESTClient
     public let parentInfo: ParentInfo
@@ -139,8 +140,10 @@ public struct ParentChildrenSyncDownTarget: SyncDownTarget {
     public var childrenSoup: ChildrenSoup? { childrenInfo.soup }
     public func isSyncDownSortedByLatestModification() -> Bool { true }
 
-    /// Mobile Sync's query, word for word (its `getQueryToRun`), with Baton's resume: `>` after
-    /// `done`, `>=` after a stop.
+    /// Mobile Sync's query, word for word (its `getQueryToRun`), with Baton's resume: after
+    /// `done`, parents modified since (`>`) with their children modified since; after a stop,
+    /// parents from the resume mark on (`>=`) with all their children, since the run that
+    /// stopped never fetched those parents, and their children may be older than the mark.
     ///
     /// `select Id, Name, LastModifiedDate, (select LastName, Id, LastModifiedDate from Contacts
     /// where LastModifiedDate > …) from Account where LastModifiedDate > … and FILTER order by
@@ -150,9 +153,8 @@ public struct ParentChildrenSyncDownTarget: SyncDownTarget {
         var parentWhere = ""
         if maxTimeStamp > 0 {
             let stamp = DateTimeLiteral.format(milliseconds: maxTimeStamp)
-            let op = inclusive ? ">=" : ">"
-            childrenWhere = "\(childrenInfo.modificationDateFieldName) \(op) \(stamp)"
-            parentWhere = "\(parentInfo.modificationDateFieldName) \(op) \(stamp)"
+            if !inclusive { childrenWhere = "\(childrenInfo.modificationDateFieldName) > \(stamp)" }
+            parentWhere = "\(parentInfo.modificationDateFieldName) \(inclusive ? ">=" : ">") \(stamp)"
             if parentSoqlFilter != nil { parentWhere += " and " }
         }
         if let parentSoqlFilter { parentWhere += parentSoqlFilter }
