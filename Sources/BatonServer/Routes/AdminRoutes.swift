@@ -177,14 +177,20 @@ extension RecordStorage {
         }
     }
 
-    /// Deletes records (the given ids, or `count` random ones). Returns the ids deleted.
+    /// Deletes records (the given ids, or `count` random ones) as the API does: remembered as
+    /// deleted, their cascading children with them. Returns the ids deleted.
     func deleteRecords(type: String, ids: [String]?, count: Int?) throws -> [String] {
         try write { db in
             let targets = try pick(db, type: type, ids: ids, count: count)
             var deleted: [String] = []
             for id in targets {
-                try db.execute(sql: "DELETE FROM records WHERE id = ? AND type = ?", arguments: [id, type])
-                if db.changesCount > 0 { deleted.append(id) }
+                guard
+                    try Bool.fetchOne(
+                        db, sql: "SELECT 1 FROM records WHERE id = ? AND type = ?", arguments: [id, type])
+                        == true
+                else { continue }
+                try delete(db, type: type, id: id)
+                deleted.append(id)
             }
             return deleted
         }

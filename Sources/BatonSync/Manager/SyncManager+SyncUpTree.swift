@@ -200,8 +200,9 @@ extension SyncManager {
                         idField: idField, in: transaction)
                 case .missingOnServer:
                     if overwrite, !again {
-                        record = LocalFlags.markCreated(record)
-                        try transaction.upsert(record, into: soup, entryId: parentEntryId)
+                        try Self.markForRecreation(
+                            parentEntryId, soup: soup, children: children, masterDetail: masterDetail,
+                            idField: idField, in: transaction)
                         recreate = true
                     } else {
                         record[LocalFlags.lastError] = "deleted on the server"
@@ -251,10 +252,10 @@ extension SyncManager {
                     }
                 case .parentMissing:
                     // The parent is gone on the server: under overwrite it is created again.
-                    if overwrite, !again, var parent = try transaction.entry(parentEntryId, in: soup)?.record
-                    {
-                        parent = LocalFlags.markCreated(parent)
-                        try transaction.upsert(parent, into: soup, entryId: parentEntryId)
+                    if overwrite, !again {
+                        try Self.markForRecreation(
+                            parentEntryId, soup: soup, children: children, masterDetail: masterDetail,
+                            idField: idField, in: transaction)
                         recreate = true
                     } else {
                         record[LocalFlags.lastError] = "its parent is deleted on the server"
@@ -268,6 +269,27 @@ extension SyncManager {
             return recreate
         }
         if recreate { try await syncUpTree(parentEntryId, state: state, target: target, again: true) }
+    }
+
+    /// Marks a parent the server deleted to be created again, with its local children: created
+    /// too under master-detail (the server deleted them with it), updated under a lookup (to
+    /// link them to the new parent). Mobile Sync's rule.
+    static func markForRecreation(
+        _ parentEntryId: Int64, soup: String, children: ChildrenSoup, masterDetail: Bool, idField: String,
+        in transaction: StoreTransaction
+    ) throws {
+        guard let parent = try transaction.entry(parentEntryId, in: soup)?.record else { return }
+        if !LocalFlags.isCreated(parent) {
+            try transaction.upsert(LocalFlags.markCreated(parent), into: soup, entryId: parentEntryId)
+        }
+        guard let id = parent[idField], try transaction.soupIfExists(children.soupName) != nil else { return }
+        for child in try transaction.query(
+            SoupQuery(where: [.exact(children.parentIdFieldName, id)]), in: children.soupName)
+        where !LocalFlags.isDeleted(child.record) && !LocalFlags.isCreated(child.record) {
+            let marked =
+                masterDetail ? LocalFlags.markCreated(child.record) : LocalFlags.markUpdated(child.record)
+            try transaction.upsert(marked, into: children.soupName, entryId: child.entryId)
+        }
     }
 
     /// Deletes a parent deleted on the server, with its local children when the server deletes
