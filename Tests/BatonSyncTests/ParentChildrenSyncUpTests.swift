@@ -153,6 +153,79 @@ struct ParentChildrenSyncUpTests {
         }
     }
 
+    @Test(
+        "testSyncUpWithLocallyCreatedParentRecords: existing contacts moved under new accounts get their ids")
+    func locallyCreatedParents() async throws {
+        try await withSyncFixture { f in
+            try registerSoups(f)
+            var contactIds: [String] = []
+            for index in 0..<6 {
+                contactIds.append(
+                    try await f.client.create(
+                        type: "Contact", fields: ["LastName": .string("Contact \(index)")]))
+            }
+            let list = contactIds.map { "'\($0)'" }.joined(separator: ", ")
+            let down = try await f.manager.syncDown(
+                target: try f.soqlTarget(
+                    "SELECT Id, LastName, LastModifiedDate FROM Contact WHERE Id IN (\(list))"),
+                soupName: "contacts")
+            #expect(await f.manager.waitForSync(id: down.id)?.status == .done)
+            let accounts = try createLocally(f, accounts: ["First parent", "Second parent"], contacts: 0).keys
+                .sorted()
+            for (index, id) in contactIds.enumerated() {
+                try await update(f, "contacts", id, "AccountId", .string(accounts[index % 2]))
+            }
+            try await trySyncUp(f, 2, target: try upTarget(f))
+            let local = try f.local("accounts")
+            #expect(local.count == 2 && local.keys.allSatisfy { !$0.hasPrefix("local_") })
+            let contacts = try f.local("contacts")
+            for id in contactIds {
+                let contact = try #require(contacts[id])
+                let parent = try #require(contact["AccountId"]?.stringValue)
+                #expect(local[parent] != nil && !LocalFlags.isDirty(contact))
+                #expect(try await f.client.get(type: "Contact", id: id)?["AccountId"] == .string(parent))
+            }
+        }
+    }
+
+    @Test("testSyncUpWithLocallyCreatedChildrenRecords: new contacts under existing accounts")
+    func locallyCreatedChildren() async throws {
+        try await withSyncFixture { f in
+            try registerSoups(f)
+            var accountIds: [String] = []
+            for index in 0..<2 {
+                accountIds.append(
+                    try await f.client.create(type: "Account", fields: ["Name": .string("Parent \(index)")]))
+            }
+            let list = accountIds.map { "'\($0)'" }.joined(separator: ", ")
+            let down = try await f.manager.syncDown(
+                target: try f.soqlTarget(
+                    "SELECT Id, Name, LastModifiedDate FROM Account WHERE Id IN (\(list))"),
+                soupName: "accounts")
+            #expect(await f.manager.waitForSync(id: down.id)?.status == .done)
+            for accountId in accountIds {
+                for index in 0..<3 {
+                    try f.unfenced.upsert(
+                        LocalFlags.markCreated([
+                            "Id": .string(Self.localId()),
+                            "LastName": .string("New \(index) of \(accountId)"),
+                            "AccountId": .string(accountId),
+                        ]), into: "contacts")
+                }
+            }
+            try await trySyncUp(f, 2, target: try upTarget(f))
+            let contacts = try f.local("contacts")
+            #expect(contacts.count == 6)
+            for (id, contact) in contacts {
+                #expect(!id.hasPrefix("local_") && !LocalFlags.isDirty(contact))
+                let onServer = try #require(try await f.client.get(type: "Contact", id: id))
+                #expect(
+                    onServer["AccountId"] == contact["AccountId"]
+                        && onServer["LastName"] == contact["LastName"])
+            }
+        }
+    }
+
     @Test("testSyncUpWithLocallyUpdatedRecords: a changed parent and a changed child go in one call")
     func locallyUpdated() async throws {
         try await withSyncFixture { f in
