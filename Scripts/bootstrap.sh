@@ -10,6 +10,12 @@ for package in "${packages[@]}"; do
         missing+=("$package")
     fi
 done
+# A test runs a real Python client (simple-salesforce, which it installs with pip).
+if ! command -v python3 >/dev/null 2>&1; then
+    missing+=(python3 python3-pip)
+elif ! python3 -m pip --version >/dev/null 2>&1; then
+    missing+=(python3-pip)
+fi
 if ((${#missing[@]})); then
     echo "bootstrap: installing ${missing[*]}" >&2
     sudo_cmd=()
