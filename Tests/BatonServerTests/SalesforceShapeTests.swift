@@ -5,7 +5,7 @@ import BatonTestSupport
 import Foundation
 import Testing
 
-/// What the server answers, shaped as Salesforce answers it (issue 19's server items).
+/// What the server answers, shaped as Salesforce answers it: versions, errors, field rules, relationships, schemas.
 @Suite("Salesforce's answers")
 struct SalesforceShapeTests {
     @Test("every version v31.0-v62.0 is routed and listed; others are NOT_FOUND; URLs keep the version asked")
