@@ -31,6 +31,13 @@ struct DemoSummaryTests {
             touched: touched, deleted: deleted, editedId: ids[4],
             signals: [("ext", "foreground", t - 1, 0), ("host", "background", t, 0)],
             serverRecords: server, local: records,
+            descriptions: [
+                ["Id": "Account", "keyPrefix": "001", "fields": [["name": "Id"]]],
+                [
+                    "Id": "Account-Compact",
+                    "sections": [["layoutRows": [["layoutItems": [["label": "Name"]]]]]],
+                ],
+            ],
             hostLog: [
                 ["event": "stopped", "stopMs": 4.5],
                 ["event": "lease.released", "reason": "background", "t": .double(t + 12)],
@@ -65,11 +72,11 @@ struct DemoSummaryTests {
     func passes() {
         let summary = DemoSummary.evaluate(goodDay())
         #expect(summary.passed, "\(summary.lines.joined(separator: "\n"))")
-        #expect(summary.checks.count == 9)
+        #expect(summary.checks.count == 10)
         #expect(summary.figures.stopLatencyMs == 4.5)
         #expect(summary.figures.releaseLatencyMs == 12)
         #expect(summary.figures.handoverLatencyMs == 15)
-        #expect(summary.lines.last == "all 9 checks passed")
+        #expect(summary.lines.last == "all 10 checks passed")
     }
 
     @Test("each broken part fails its own check")
@@ -117,9 +124,13 @@ struct DemoSummaryTests {
         foreignWrite.commits.append(CommitRecord(sequence: 4, epoch: 4, fencedEpoch: nil, pid: 2, at: 7))
         #expect(failed(foreignWrite) == ["lease history"])
 
+        var noLayout = goodDay()
+        noLayout.descriptions.removeLast()
+        #expect(failed(noLayout) == ["describe and layout synced"])
+
         var corrupt = goodDay()
         corrupt.integrity = "row 3 missing from index"
         #expect(failed(corrupt) == ["integrity check"])
-        #expect(DemoSummary.evaluate(corrupt).lines.last == "1 of 9 checks FAILED")
+        #expect(DemoSummary.evaluate(corrupt).lines.last == "1 of 10 checks FAILED")
     }
 }

@@ -42,4 +42,40 @@ struct SyncSpecsTests {
             }
         }
     }
+
+    @Test("a tree: spec makes a parent-children sync down and sync up, with Mobile Sync's JSON")
+    func treeSpecs() throws {
+        let tree = "tree:Account:Name,Industry:Contact:Contacts:contacts:AccountId:LastName, Email"
+        let syncs = try SyncSpecs(
+            downs: ["trees:accounts:\(tree):master-detail"], ups: ["trees-up:accounts:\(tree)"]
+        ).syncs(client: client)
+        try #require(syncs.count == 2)
+        guard case .down(_, "accounts", let down, _, _) = syncs[0],
+            case .up(_, "accounts", let up, _) = syncs[1]
+        else {
+            Issue.record("expected a sync down then a sync up on accounts, got \(syncs)")
+            return
+        }
+        #expect(down is ParentChildrenSyncDownTarget && up is ParentChildrenSyncUpTarget)
+        #expect(down.json["relationshipType"] == "MASTER_DETAIL" && up.json["relationshipType"] == "LOOKUP")
+        #expect(down.json["parentFieldlist"] == ["Name", "Industry"])
+        #expect(down.json["childrenFieldlist"] == ["LastName", "Email"])
+        #expect(JSONValue.object(down.json).value(atPath: "parent.soupName") == "accounts")
+        #expect(JSONValue.object(down.json).value(atPath: "children.soupName") == "contacts")
+        #expect(JSONValue.object(up.json).value(atPath: "children.parentIdFieldName") == "AccountId")
+        #expect(down.childrenSoup?.soupName == "contacts")
+
+        for bad in [
+            "x:s:tree:Account:Name:Contact:Contacts:contacts:AccountId",  // no child fields
+            "x:s:\(tree):sideways", "x:contacts:\(tree)",
+            "x:s:tree:Account:Name:Contact:Contacts:bad soup:AccountId:LastName",
+        ] {
+            #expect(throws: CLIError.self, "\(bad)") {
+                try SyncSpecs(downs: [bad], ups: []).syncs(client: client)
+            }
+        }
+        #expect(throws: CLIError.self) {
+            try SyncSpecs(downs: [], ups: ["x:s:tree:Account:Name"]).syncs(client: client)
+        }
+    }
 }

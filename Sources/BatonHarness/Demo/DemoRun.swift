@@ -147,6 +147,9 @@ public final class DemoRun: @unchecked Sendable {
                 "--lifecycle", lifecycle, "--batch-size", String(batchSize),
                 "--sync-down", "accounts:accounts:SELECT Id, Name, Number__c, Rating__c FROM Account",
                 "--clean-ghosts", "accounts", "--sync-up", "edits:accounts",
+                // Two of Mobile Sync's other targets: Account's describe and its compact layout.
+                "--sync-down", "describe:descriptions:metadata:Account",
+                "--sync-down", "layout:descriptions:layout:Account:Compact",
             ], environment: ["BATON_TOKEN": token], stdout: .file(output), stderr: .file(output))
     }
 

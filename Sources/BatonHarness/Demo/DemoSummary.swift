@@ -43,6 +43,8 @@ public struct DemoSummary: Sendable, Encodable {
         var signals: [(name: String, state: String, t: Double, wall: Int64)]
         var serverRecords: [JSONObject]
         var local: [JSONObject]
+        /// The `descriptions` soup: Account's describe and compact layout.
+        var descriptions: [JSONObject]
         var hostLog: [JSONObject]
         var extLog: [JSONObject]
         var history: [LeaseRecord]
@@ -64,6 +66,7 @@ public struct DemoSummary: Sendable, Encodable {
                 touched: run.touched, deleted: run.deleted, editedId: run.editedId, signals: run.signals,
                 serverRecords: try await client.adminRecords(type: "Account"),
                 local: try store.query(.all, in: "accounts").map(\.record),
+                descriptions: (try? store.query(.all, in: "descriptions").map(\.record)) ?? [],
                 hostLog: DemoRun.readLog(shared, "host"), extLog: DemoRun.readLog(shared, "ext"),
                 history: try LeaseHistory.read(store: store, directory: store.directory),
                 commits: try await store.read { try $0.commitLog() },
@@ -125,6 +128,18 @@ public struct DemoSummary: Sendable, Encodable {
         summary.add(
             "local edit synced up", edited?["Name"] == "Edited in the demo",
             edited == nil ? "no edited record found" : "the server has the edited name")
+
+        let describe = run.descriptions.first { $0["Id"] == "Account" }
+        let layout = run.descriptions.first { $0["Id"] == "Account-Compact" }
+        let layoutItems = layout.flatMap {
+            JSONValue.object($0).value(atPath: "sections")?.arrayValue?.first?.value(atPath: "layoutRows")?
+                .arrayValue?.first?.value(atPath: "layoutItems")?.arrayValue?.count
+        }
+        summary.add(
+            "describe and layout synced",
+            run.descriptions.count == 2 && describe?["keyPrefix"] == "001" && (layoutItems ?? 0) > 0,
+            "\(run.descriptions.count) records in descriptions: Account's describe \(describe == nil ? "missing" : "with \(describe?["fields"]?.arrayValue?.count ?? 0) fields"), its compact layout \(layoutItems.map { "with \($0) items in its first row" } ?? "missing")"
+        )
 
         // Latencies, from the signal's write to what the logs recorded (CLOCK_MONOTONIC).
         let background = run.signals.first { $0.name == "host" && $0.state == "background" }

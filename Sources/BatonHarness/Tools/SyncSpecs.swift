@@ -48,7 +48,17 @@ public struct SyncSpecs: Sendable {
                         "--sync-up takes NAME:SOUP[:TYPE] (TYPE is needed when no --sync-down uses SOUP), got '\(spec.prefix(80))'"
                 )
             }
-            let target = try RESTSyncUpTarget(client: client, objectType: type)
+            let target: any SyncUpTarget
+            if type.lowercased().hasPrefix("tree:") {
+                do {
+                    target = try RESTTargetFactory(client: client).syncUpTarget(
+                        from: try Self.treeJSON(type, soup: parts[1]))
+                } catch let error as SyncError {
+                    throw CLIError(message: "--sync-up: \(error.message)")
+                }
+            } else {
+                target = try RESTSyncUpTarget(client: client, objectType: type)
+            }
             syncs.append(
                 .up(
                     name: parts[0], soup: parts[1], target: target,
@@ -88,7 +98,7 @@ public struct SyncSpecs: Sendable {
 extension SyncSpecs {
     /// A `--sync-down` target: SOQL (`SELECT …`), or `sosl:FIND …`, `mru:TYPE:FIELD,FIELD`,
     /// `refresh:TYPE:FIELD,FIELD` (of the records already in the soup), `metadata:TYPE`,
-    /// `layout:TYPE[:Full|Compact]`.
+    /// `layout:TYPE[:Full|Compact]`, or a parent-children ``treeJSON(_:soup:)``.
     static func downTarget(_ text: String, soup: String, client: RESTClient, batchSize: Int?) throws
         -> any SyncDownTarget
     {
@@ -113,6 +123,7 @@ extension SyncSpecs {
             }
             json = ["type": .string(kind), "sobjectType": .string(parts[1]), "fieldlist": fields(2)]
             if kind == "refresh" { json["soupName"] = .string(soup) }
+        case "tree": json = try treeJSON(text, soup: soup)
         case "metadata": json = ["type": "metadata", "sobjectType": .string(parts.count > 1 ? parts[1] : "")]
         case "layout":
             json = ["type": "layout", "sobjectType": .string(parts.count > 1 ? parts[1] : "")]
@@ -125,6 +136,46 @@ extension SyncSpecs {
         } catch let error as SyncError {
             throw CLIError(message: "--sync-down: \(error.message)")
         }
+    }
+}
+
+extension SyncSpecs {
+    /// The parts of a `tree:` spec, in order.
+    static let treeSpec =
+        "tree:PARENT_TYPE:PARENT_FIELDS:CHILD_TYPE:CHILDREN_RELATIONSHIP:CHILD_SOUP:PARENT_ID_FIELD:CHILD_FIELDS[:lookup|master-detail]"
+
+    /// A parent-children target's JSON (down or up) in one line: the parents of PARENT_TYPE in the
+    /// sync's soup with their children in CHILD_SOUP, e.g.
+    /// `tree:Account:Name:Contact:Contacts:contacts:AccountId:LastName,Email:master-detail`.
+    /// FIELDS are comma-separated; the relationship is a lookup unless told otherwise. Other
+    /// options (a parent filter, id and date fields) need a syncs config.
+    static func treeJSON(_ text: String, soup: String) throws -> JSONObject {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 8 || parts.count == 9 else {
+            throw CLIError(message: "a tree target is \(treeSpec), got '\(text.prefix(120))'")
+        }
+        func fields(_ index: Int) -> JSONValue {
+            .array(
+                parts[index].split(separator: ",").map { .string($0.trimmingCharacters(in: .whitespaces)) })
+        }
+        let relationship: String
+        switch parts.count == 9 ? parts[8].lowercased() : "lookup" {
+        case "lookup": relationship = "LOOKUP"
+        case "master-detail": relationship = "MASTER_DETAIL"
+        default:
+            throw CLIError(
+                message: "a tree target's relationship is lookup or master-detail, got '\(parts[8])'")
+        }
+        return [
+            "type": "parentChildren", "relationshipType": .string(relationship),
+            "parent": ["sobjectType": .string(parts[1]), "soupName": .string(soup)],
+            "parentFieldlist": fields(2),
+            "children": [
+                "sobjectType": .string(parts[3]), "sobjectTypePlural": .string(parts[4]),
+                "soupName": .string(parts[5]), "parentIdFieldName": .string(parts[6]),
+            ],
+            "childrenFieldlist": fields(7),
+        ]
     }
 }
 

@@ -102,8 +102,7 @@ public struct ParentChildrenSyncDownTarget: SyncDownTarget {
             throw SyncError(.invalidTarget, "batch size must be between 1 and 2000, not \(batchSize)")
         }
         self.batchSize = batchSize
-        try TargetSupport.requireType(parentInfo.sobjectType)
-        try TargetSupport.requireType(childrenInfo.sobjectType)
+        try TargetSupport.requireTree(parentInfo, childrenInfo)
         try TargetSupport.requireFields(parentFieldlist)
         try TargetSupport.requireFields(childrenFieldlist)
         self.client = client
@@ -320,5 +319,26 @@ extension ChildrenInfo {
             idFieldName: try member(children, "idFieldName", of: "children", default: "Id"),
             modificationDateFieldName: try member(
                 children, "modificationDateFieldName", of: "children", default: "LastModifiedDate"))
+    }
+}
+
+extension TargetSupport {
+    /// The checks both parent-children targets make: types, soups (two different ones) and the
+    /// names of the id, date and relationship fields.
+    static func requireTree(_ parent: ParentInfo, _ children: ChildrenInfo) throws {
+        try requireType(parent.sobjectType)
+        try requireType(children.sobjectType)
+        for soup in [parent.soupName, children.soupName] where !Names.isValid(soup) {
+            throw SyncError(
+                .invalidTarget, "'\(soup.prefix(80))' is not a soup name; use 1-64 of A-Z a-z 0-9 . _ -")
+        }
+        guard parent.soupName != children.soupName else {
+            throw SyncError(
+                .invalidTarget, "parents and children need soups of their own, not both '\(parent.soupName)'")
+        }
+        try requireFields([
+            parent.idFieldName, parent.modificationDateFieldName, children.sobjectTypePlural,
+            children.parentIdFieldName, children.idFieldName, children.modificationDateFieldName,
+        ])
     }
 }

@@ -26,8 +26,7 @@ public struct ParentChildrenSyncUpTarget: TreeSyncUpTarget {
         childrenUpdateFieldlist: [String]? = nil, relationshipType: RelationshipType,
         externalIdFieldName: String = "BatonExternalId__c"
     ) throws {
-        try TargetSupport.requireType(parentInfo.sobjectType)
-        try TargetSupport.requireType(childrenInfo.sobjectType)
+        try TargetSupport.requireTree(parentInfo, childrenInfo)
         for list in [
             parentCreateFieldlist, parentUpdateFieldlist, childrenCreateFieldlist, childrenUpdateFieldlist,
         ] {

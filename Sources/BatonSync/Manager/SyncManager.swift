@@ -37,7 +37,8 @@ public actor SyncManager {
         var onUpdate: SyncUpdateBlock?
     }
 
-    let store: SharedStore
+    /// The store the manager's syncs read and write.
+    public nonisolated let store: SharedStore
     let factory: any SyncTargetFactory
     let logger: Logger
     var machine = ManagerStateMachine()

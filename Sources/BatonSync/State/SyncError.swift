@@ -18,6 +18,8 @@ public struct SyncError: Error, Sendable, Hashable, CustomStringConvertible {
         case notStopped = "not_stopped"
         /// A stored sync this version cannot read (an unknown type or status).
         case unreadableSync = "unreadable_sync"
+        /// A sync run on a caller's behalf (a metadata or layout fetch) did not end `done`.
+        case syncFailed = "sync_failed"
     }
 
     public var code: Code

@@ -29,12 +29,14 @@ struct ParticipantCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("sync-down"),
         help: ArgumentHelp(
-            "NAME:SOUP:TARGET — a sync down to run as writer. TARGET is SOQL (it may contain colons), or sosl:FIND …, mru:TYPE:FIELDS, refresh:TYPE:FIELDS (the soup's records again), metadata:TYPE, layout:TYPE[:Compact] (FIELDS: comma-separated).",
+            "NAME:SOUP:TARGET — a sync down to run as writer. TARGET is SOQL (it may contain colons), or sosl:FIND …, mru:TYPE:FIELDS, refresh:TYPE:FIELDS (the soup's records again), metadata:TYPE, layout:TYPE[:Compact], or tree:PARENT_TYPE:PARENT_FIELDS:CHILD_TYPE:CHILDREN_RELATIONSHIP:CHILD_SOUP:PARENT_ID_FIELD:CHILD_FIELDS[:lookup|master-detail] (parents in SOUP, children in CHILD_SOUP). FIELDS: comma-separated.",
             valueName: "spec"))
     var syncDowns: [String] = []
     @Option(
         name: .customLong("sync-up"),
-        help: "NAME:SOUP[:TYPE] — a sync up; TYPE defaults to the sync down's object on that soup.")
+        help:
+            "NAME:SOUP[:TYPE] — a sync up; TYPE defaults to the sync down's object on that soup, or is a tree:… target as in --sync-down (parents in SOUP sent with their children)."
+    )
     var syncUps: [String] = []
     @Option(
         name: .customLong("syncs-config"),
