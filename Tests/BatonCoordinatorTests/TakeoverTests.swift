@@ -155,7 +155,7 @@ struct TakeoverWatchTests {
         #expect(HeartbeatRecord(parsing: "baton-lease pid=0 epoch=1 beat=2 term=3") == nil)
         #expect(HeartbeatRecord(parsing: "baton-lease pid=1 epoch=x beat=2 term=3") == nil)
         // A release, and the closing a holder carries, round-trip.
-        for kind in [LeaseClosing.Kind.released, .takenOver] {
+        for kind in [LeaseClosing.Kind.released, .takenOver, .renewed] {
             let released = HeartbeatRecord(
                 pid: 7, epoch: 3, beat: 5, termMillis: 2000, released: 1_700_000_000_123,
                 closing: LeaseClosing(epoch: 2, at: 1_700_000_000_000, kind: kind))

@@ -47,10 +47,10 @@ public struct HeartbeatRecord: Sendable, Hashable {
     }
 
     /// The fixed-length line: `baton-lease pid=… epoch=… beat=… term=… from=… released=…
-    /// close=EPOCH:MS:r|t|-`, padded with spaces. Written on every beat and every release, so
+    /// close=EPOCH:MS:r|t|n|-`, padded with spaces. Written on every beat and every release, so
     /// it is built without Foundation's padding.
     public var line: String {
-        let close = closing.map { "\($0.epoch):\($0.at):\($0.kind == .released ? "r" : "t")" } ?? "-"
+        let close = closing.map { "\($0.epoch):\($0.at):\($0.kind.letter)" } ?? "-"
         let text =
             "baton-lease pid=\(pid) epoch=\(epoch) beat=\(beat) term=\(termMillis) from=\(takenOver) released=\(released) close=\(close)"
         let padding = max(0, Self.length - 1 - text.utf8.count)
@@ -109,10 +109,10 @@ public struct HeartbeatRecord: Sendable, Hashable {
         if !close.elementsEqual("-".utf8) {
             let parts = close.split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false)
             guard parts.count == 3, let closed = integer(parts[0]), let at = integer(parts[1]),
-                parts[2].elementsEqual("r".utf8) || parts[2].elementsEqual("t".utf8)
+                parts[2].count == 1,
+                let kind = LeaseClosing.Kind(letter: Character(UnicodeScalar(parts[2].first!)))
             else { return nil }
-            closing = LeaseClosing(
-                epoch: closed, at: at, kind: parts[2].elementsEqual("r".utf8) ? .released : .takenOver)
+            closing = LeaseClosing(epoch: closed, at: at, kind: kind)
         }
         return HeartbeatRecord(
             pid: pid, epoch: epoch, beat: beat, termMillis: term, takenOver: from, released: released,
@@ -131,8 +131,14 @@ public struct HeartbeatRecord: Sendable, Hashable {
         if epoch == storeEpoch {
             return released > 0 ? LeaseClosing(epoch: epoch, at: released, kind: .released) : nil
         }
+        guard epoch > storeEpoch, let closing, closing.epoch == storeEpoch else { return nil }
+        // A renewal that never wrote was no turn of its own: the renewed holding ended when its
+        // holder let go (or, when it died holding, when the next holder records it).
+        if closing.kind == .renewed {
+            return released > 0 ? LeaseClosing(epoch: storeEpoch, at: released, kind: .released) : nil
+        }
         // A holder that never wrote passes on what it inherited.
-        return epoch > storeEpoch && closing?.epoch == storeEpoch ? closing : nil
+        return closing
     }
 }
 
@@ -206,6 +212,18 @@ final class LeaseHeartbeat: Sendable {
             // A thread already beating every quarter term needs no wake-up (a contended turn of
             // the lease costs no thread switch).
             wake.signal()
+        }
+    }
+
+    /// Goes on beating into the same lock for the next epoch of a renewed holding (its
+    /// takeover mark kept: a woken old holder still reads who took it over).
+    func renew(epoch: Int64, closing: LeaseClosing) {
+        state.withLock { state in
+            guard var holding = state.holding else { return }
+            holding.epoch = epoch
+            holding.closing = closing
+            state.holding = holding
+            holding.lock.overwrite(record(holding).line)
         }
     }
 

@@ -57,6 +57,8 @@ public final class WriterLease: Sendable {
     /// twice returns the same epoch, and only the current holding can be released.
     private let state = Locked<(held: Held?, lock: FileLock?)>((nil, nil))
     let temporaryFiles = Atomic<Int>(0)
+    /// Who waits, for a holder deciding whether it may renew its turn (``renew(_:budget:priority:)``).
+    let waiters: LeaseWaiters
     /// What wakes a waiting acquisition, set up by the first wait and kept for the lease's life
     /// (a contended turn of the lease sets nothing up).
     private let changes = Locked<LeaseChanges?>(nil)
@@ -100,6 +102,7 @@ public final class WriterLease: Sendable {
         self.term = term
         self.takeoverLockWait = takeoverLockWait
         self.heartbeat = LeaseHeartbeat(term: term, onLost: onLost)
+        self.waiters = LeaseWaiters(path: directory.writerWaitersPath)
         // Fail early (and clearly) when the lock file cannot be opened.
         _ = try FileLock(path: directory.writerLockPath)
     }
@@ -170,13 +173,17 @@ public final class WriterLease: Sendable {
     ///     participant of higher priority).
     ///   - onBlocked: told when a takeover is held up by a holder that keeps SQLite's write lock
     ///     (frozen inside a write transaction), and told nil once that is over.
+    ///   - priority: announced with the wait in `D/writer.waiters`: a holder renewing its turn
+    ///     hands over at once to a waiter of higher priority.
     /// - Returns: the held lease (the current holding when this process already holds it).
     /// - Throws: `CancellationError` when the task is cancelled, `leaseTimeout` past the deadline.
     public func acquire(
         deadline: ContinuousClock.Instant? = nil, interval: Duration = .milliseconds(100),
-        mayTry: @Sendable () -> Bool = { true }, onBlocked: @Sendable (Blocked?) -> Void = { _ in }
+        priority: Int = 0, mayTry: @Sendable () -> Bool = { true },
+        onBlocked: @Sendable (Blocked?) -> Void = { _ in }
     ) async throws -> Held {
         if let held = current { return held }
+        let waitingSince = MonotonicClock.nanos()
         let path = directory.writerLockPath
         // A free lock is taken without setting up a wait (a turn of the lease stays cheap).
         if mayTry() {
@@ -192,8 +199,12 @@ public final class WriterLease: Sendable {
         var watch = TakeoverWatch(defaultTerm: term)
         var blocked: Blocked?
         var pursuing: (observation: TakeoverWatch.Observation, silentNanos: UInt64)?
+        // Announced for holders that renew their turns: they hand over once it has waited past
+        // their budget.
+        let ticket = waiters.enter(priority: priority, since: waitingSince)
         defer {
             pending?.abandon()
+            if let ticket { waiters.leave(ticket) }
             if blocked != nil { onBlocked(nil) }
         }
         while true {
@@ -264,6 +275,51 @@ public final class WriterLease: Sendable {
             if let deadline { timeout = min(timeout, deadline - ContinuousClock.now) }
             await changes.wait(after: seen, timeout: max(timeout, .milliseconds(1)))
         }
+    }
+
+    /// Keeps a holding that has more work for another turn without handing the lease over,
+    /// while no other process has waited for it `budget` or longer and none of higher `priority`
+    /// waits (both as announced in `D/writer.waiters`). Otherwise releases it and returns nil:
+    /// ``acquire(deadline:interval:priority:mayTry:onBlocked:)`` then waits behind them.
+    ///
+    /// A renewed turn is an interval of its own in the lease history: the next epoch, under
+    /// the same lock, which the holding's first write records, closing the one before as
+    /// `renewed`. So a lease audit sees every turn, and a write under the old epoch fails its
+    /// fence as any stale write does. A holding that has not written yet just goes on.
+    ///
+    /// - Returns: the holding to write under now (a new one after a renewal), or nil once
+    ///   released (also when `held` is not the current holding, or its lock file was replaced).
+    public func renew(_ held: Held, budget: Duration, priority: Int = 0) -> Held? {
+        guard let lock = state.withLock({ $0.held == held ? $0.lock : nil }) else { return nil }
+        let budgetNanos = UInt64(max(0, budget.inNanoseconds))
+        guard lock.isStillAtPath, !waiters.shouldYield(budgetNanos: budgetNanos, priority: priority) else {
+            release(held)
+            return nil
+        }
+        guard held.fence.isRecorded else { return held }
+        let now = WallClock.nowMillis()
+        let closing = LeaseClosing(epoch: held.epoch, at: now, kind: .renewed)
+        let fence = LeaseFence(
+            store: store, epoch: held.epoch + 1, holder: name, pid: getpid(), granted: now,
+            previous: held.epoch, closing: closing, stillHeld: { lock.isStillAtPath })
+        let renewed = Held(fence: fence, takeover: nil)
+        heartbeat.renew(epoch: fence.epoch, closing: closing)
+        state.withLock { $0.held = renewed }
+        return renewed
+    }
+
+    /// A process waiting for the lease, as it announced itself in `D/writer.waiters`.
+    public struct Waiter: Sendable, Hashable {
+        public var pid: Int32
+        public var priority: Int
+        /// When it began to wait, `CLOCK_MONOTONIC` nanoseconds (every process of a boot shares it).
+        public var since: UInt64
+    }
+
+    /// The processes waiting for the lease now (their waits announced, live), longest first.
+    public func waiting() -> [Waiter] {
+        waiters.entries().map { Waiter(pid: $0.pid, priority: Int($0.priority), since: $0.since) }
+            .sorted { $0.since < $1.since }
     }
 
     /// Writes the release time into the lock file (the next holder's first write records it)

@@ -132,6 +132,7 @@ struct BenchFigures: Encodable {
     }
 
     struct Contention: Encodable {
+        /// The strictly fair lease (a hand-over after every turn).
         var batonWritesPerSec: Double
         var baselineWritesPerSec: Double
         var writesRatio: Double
@@ -139,32 +140,69 @@ struct BenchFigures: Encodable {
         var throughputRatio: Double
         var batonErrors: Int
         var baselineErrors: Int
+        var batonP50Ms: Double
         var batonP99Ms: Double
+        var batonMaxMs: Double
+        var baselineP50Ms: Double
         var baselineP99Ms: Double
+        var baselineMaxMs: Double
         var p99Ratio: Double
         /// The same turns taken through a bare `flock` (no heartbeat, epoch or fence): the floor
-        /// of a lease handed over by the kernel, so the most its ratios could reach on this machine.
+        /// of a lease handed over by the kernel at every turn.
         var floorWritesPerSec: Double
+        var floorP50Ms: Double
         var floorP99Ms: Double
+        var floorMaxMs: Double
         var floorThroughputRatio: Double
         var floorP99Ratio: Double
         var floorErrors: Int
+        /// The fair lease's throughput over the floor's.
+        var fairVsFloor: Double
+        /// The bounded lease: a holder renews its turn until a waiter has waited `budgetMs`.
+        var budgetMs: Double
+        var boundedWritesPerSec: Double
+        var boundedP50Ms: Double
+        var boundedP99Ms: Double
+        var boundedMaxMs: Double
+        var boundedErrors: Int
+        /// Over the busy timeout's.
+        var boundedThroughputRatio: Double
+        var boundedP99Ratio: Double
 
-        init(lease: ProcessBench.Contention, busy: ProcessBench.Contention, floor: ProcessBench.Contention) {
+        init(_ modes: [String: ProcessBench.Contention], budget: Duration) {
+            let none = ProcessBench.Contention(writesPerSec: 0, p50Ms: 0, p99Ms: 0, maxMs: 0, errors: 0)
+            let (lease, busy) = (modes["lease"] ?? none, modes["busy"] ?? none)
+            let (floor, bounded) = (modes["floor"] ?? none, modes["bounded"] ?? none)
+            func ratio(_ a: Double, _ b: Double) -> Double { round(a / max(b, 1e-9), 1000) }
             batonWritesPerSec = round(lease.writesPerSec)
             baselineWritesPerSec = round(busy.writesPerSec)
-            writesRatio = round(lease.writesPerSec / max(busy.writesPerSec, 1e-9), 1000)
+            writesRatio = ratio(lease.writesPerSec, busy.writesPerSec)
             throughputRatio = writesRatio
             batonErrors = lease.errors
             baselineErrors = busy.errors
-            batonP99Ms = round(lease.p99Ms, 100)
-            baselineP99Ms = round(busy.p99Ms, 100)
-            p99Ratio = round(lease.p99Ms / max(busy.p99Ms, 1e-9), 1000)
+            (batonP50Ms, batonP99Ms, batonMaxMs) = (
+                round(lease.p50Ms, 100), round(lease.p99Ms, 100), round(lease.maxMs, 100)
+            )
+            (baselineP50Ms, baselineP99Ms, baselineMaxMs) = (
+                round(busy.p50Ms, 100), round(busy.p99Ms, 100), round(busy.maxMs, 100)
+            )
+            p99Ratio = ratio(lease.p99Ms, busy.p99Ms)
             floorWritesPerSec = round(floor.writesPerSec)
-            floorP99Ms = round(floor.p99Ms, 100)
-            floorThroughputRatio = round(floor.writesPerSec / max(busy.writesPerSec, 1e-9), 1000)
-            floorP99Ratio = round(floor.p99Ms / max(busy.p99Ms, 1e-9), 1000)
+            (floorP50Ms, floorP99Ms, floorMaxMs) = (
+                round(floor.p50Ms, 100), round(floor.p99Ms, 100), round(floor.maxMs, 100)
+            )
+            floorThroughputRatio = ratio(floor.writesPerSec, busy.writesPerSec)
+            floorP99Ratio = ratio(floor.p99Ms, busy.p99Ms)
             floorErrors = floor.errors
+            fairVsFloor = ratio(lease.writesPerSec, floor.writesPerSec)
+            budgetMs = round(budget.inMilliseconds, 1000)
+            boundedWritesPerSec = round(bounded.writesPerSec)
+            (boundedP50Ms, boundedP99Ms, boundedMaxMs) = (
+                round(bounded.p50Ms, 100), round(bounded.p99Ms, 100), round(bounded.maxMs, 100)
+            )
+            boundedErrors = bounded.errors
+            boundedThroughputRatio = ratio(bounded.writesPerSec, busy.writesPerSec)
+            boundedP99Ratio = ratio(bounded.p99Ms, busy.p99Ms)
         }
     }
 

@@ -9,7 +9,8 @@ import Logging
 /// lease, with a busy timeout, or taking turns through a bare kernel lock), a reader of
 /// commits, or one sync down measured for peak RSS.
 public struct BenchWorker: Sendable {
-    /// `lease`, `busy`, `floor`, `reader` or `syncdown`.
+    /// `lease` (the strictly fair lease: hand over after every turn), `bounded` (renew while no
+    /// waiter has waited `budgetMicroseconds`), `busy`, `floor`, `reader` or `syncdown`.
     public var mode: String
     public var dir: String
     public var writes = 200
@@ -17,6 +18,8 @@ public struct BenchWorker: Sendable {
     /// turn.
     public var burst = 2
     public var pauseMicroseconds = 300
+    /// Bounded mode: how long a waiter may wait before the holder stops renewing its turns.
+    public var budgetMicroseconds = 2_000
     public var name = "w"
     public var server: String?
     /// Print `ready` once set up, then start when a line arrives on stdin (or it closes).
@@ -38,7 +41,7 @@ public struct BenchWorker: Sendable {
         let unfenced = try UnfencedStore.open(directory: shared, logger: logger)
         let store = unfenced.store
         switch mode {
-        case "lease", "busy", "floor":
+        case "lease", "bounded", "busy", "floor":
             let lease = try WriterLease(directory: shared, store: store, name: name)
             let floor = mode == "floor" ? try KernelLockFloor(path: dir + "/bench-floor.lock") : nil
             if waitForGo {
@@ -85,7 +88,9 @@ public struct BenchWorker: Sendable {
 
     /// The contention loop: `writes` small writes, each timed from when it was ready to its
     /// commit. `lease` and `floor` take turns of `burst` writes and pause before asking again;
-    /// `busy` writes one at a time and lets SQLite's busy timeout sort out who goes.
+    /// `bounded` renews its turn after each `burst` writes (no pause) until a waiter has waited
+    /// past the budget, then releases and pauses; `busy` writes one at a time and lets SQLite's
+    /// busy timeout sort out who goes.
     private func contend(_ unfenced: UnfencedStore, lease: WriterLease, floor: KernelLockFloor?) async throws
         -> JSONValue
     {
@@ -95,10 +100,37 @@ public struct BenchWorker: Sendable {
         let started = clock.now
         var index = 0
         func row() -> JSONObject { ["w": .string(name), "i": .int(Int64(index))] }
+        var renewing: WriterLease.Held?
+        defer { if let renewing { lease.release(renewing) } }
         while index < writes {
             let ready = clock.now
             do {
-                if mode == "busy" {
+                if mode == "bounded" {
+                    let held: WriterLease.Held
+                    if let renewed = renewing { held = renewed } else { held = try await lease.acquire() }
+                    renewing = nil
+                    do {
+                        var readyAt = ready
+                        for _ in 0..<min(burst, writes - index) {
+                            let row = row()
+                            try await unfenced.store.write(held.fence) { try $0.upsert(row, into: "writes") }
+                            latencies.append(BenchStats.seconds(clock.now - readyAt) * 1000)
+                            readyAt = clock.now
+                            index += 1
+                        }
+                    } catch {
+                        lease.release(held)
+                        throw error
+                    }
+                    // More work: keep the lease unless someone waited past the budget (no pause).
+                    if index < writes,
+                        let renewed = lease.renew(held, budget: .microseconds(budgetMicroseconds))
+                    {
+                        renewing = renewed
+                        continue
+                    }
+                    lease.release(held)  // nothing when the renewal released it
+                } else if mode == "busy" {
                     let row = row()
                     try await unfenced.write { try $0.upsert(row, into: "writes") }
                     latencies.append(BenchStats.seconds(clock.now - ready) * 1000)

@@ -1,43 +1,50 @@
 import BatonStore
 import Foundation
 
-/// Scenarios that need separate processes: contention (8 writers through the lease vs. 8
-/// writing directly with a busy timeout, and 8 taking the same turns through a bare kernel
-/// lock) and memory (peak RSS of a sync down, small vs. large).
+/// Scenarios that need separate processes: contention (8 writers through the strictly fair
+/// lease and through the bounded lease vs. 8 writing directly with a busy timeout, and 8 taking
+/// the same turns through a bare kernel lock) and memory (peak RSS of a sync down, small vs. large).
 struct ProcessBench {
     struct Contention {
         var writesPerSec: Double
+        var p50Ms: Double
         var p99Ms: Double
+        /// The longest any write waited, from ready to committed.
+        var maxMs: Double
         var errors: Int
     }
 
-    /// `runs` runs of each mode (the lease, the busy timeout, the bare kernel lock), alternating;
-    /// latencies pooled per mode.
-    static func alternatingContention(_ env: BenchEnvironment, runs: Int) async throws -> (
-        lease: Contention, busy: Contention, floor: Contention
-    ) {
+    /// The contention modes, in the order each round runs them: the strictly fair lease, the
+    /// bounded lease, the busy timeout, the bare kernel lock.
+    static let contentionModes = ["lease", "bounded", "busy", "floor"]
+
+    /// `runs` rounds of every mode, alternating; latencies pooled per mode.
+    static func alternatingContention(_ env: BenchEnvironment, runs: Int, budget: Duration) async throws
+        -> [String: Contention]
+    {
         var pooled: [String: (latencies: [Double], errors: Int, seconds: Double)] = [:]
         for _ in 0..<runs {
-            for mode in ["lease", "busy", "floor"] {
-                let run = try await contentionRun(env, mode: mode)
+            for mode in contentionModes {
+                let run = try await contentionRun(env, mode: mode, budget: budget)
                 pooled[mode, default: ([], 0, 0)].latencies += run.latencies
                 pooled[mode, default: ([], 0, 0)].errors += run.errors
                 pooled[mode, default: ([], 0, 0)].seconds += run.seconds
             }
         }
-        func summary(_ mode: String) -> Contention {
-            let run = pooled[mode] ?? ([], 0, 1)
-            return Contention(
+        return pooled.mapValues { run in
+            Contention(
                 writesPerSec: Double(run.latencies.count) / max(run.seconds, 1e-9),
-                p99Ms: BenchStats.percentile(run.latencies, 99), errors: run.errors)
+                p50Ms: BenchStats.percentile(run.latencies, 50),
+                p99Ms: BenchStats.percentile(run.latencies, 99),
+                maxMs: run.latencies.max() ?? 0, errors: run.errors)
         }
-        return (summary("lease"), summary("busy"), summary("floor"))
     }
 
     /// One run: every worker sets up (store, soup, lease) and says it is ready; the clock starts
     /// when all are, so process start-up is not measured as contention.
     static func contentionRun(
-        _ env: BenchEnvironment, mode: String, processes: Int = 8, writes: Int = 200
+        _ env: BenchEnvironment, mode: String, budget: Duration = .milliseconds(2), processes: Int = 8,
+        writes: Int = 200
     ) async throws -> (latencies: [Double], errors: Int, seconds: Double) {
         let shared = try env.freshDirectory()
         // The workers' soup, made before any of them starts (set-up, outside the contention).
@@ -52,7 +59,7 @@ struct ProcessBench {
                     [
                         "--mode", mode, "--dir", shared.path, "--writes", String(writes), "--name",
                         "w\(index)",
-                        "--wait-for-go",
+                        "--wait-for-go", "--budget-us", String(budget.inNanoseconds / 1000),
                     ]))
         }
         for worker in workers { try await worker.ready() }

@@ -9,6 +9,27 @@ public struct LeaseClosing: Sendable, Hashable {
         case released
         /// The next holder closed it: the holder died, or stopped renewing and was taken over.
         case takenOver = "taken-over"
+        /// The holder kept the lock for another turn (a bounded renewal): the next interval is
+        /// the same holder's.
+        case renewed
+
+        /// The letter the lock file's record writes for it.
+        public var letter: Character {
+            switch self {
+            case .released: "r"
+            case .takenOver: "t"
+            case .renewed: "n"
+            }
+        }
+
+        /// The kind a letter of the lock file's record names.
+        public init?(letter: Character) {
+            guard let kind = [Kind.released, .takenOver, .renewed].first(where: { $0.letter == letter })
+            else {
+                return nil
+            }
+            self = kind
+        }
     }
 
     /// The epoch of the holding that ended.

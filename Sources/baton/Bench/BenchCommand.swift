@@ -22,6 +22,12 @@ struct BenchCommand: AsyncParsableCommand {
             "Run only this scenario (repeat for several): ingest, lifecycle, takeover, waste, contention, readers, memory (default: all)."
     )
     var only: [String] = []
+    @Option(
+        name: .customLong("lease-budget-ms"),
+        help:
+            "Contention: how long a waiter waits before a holder of the bounded lease stops renewing its turns."
+    )
+    var leaseBudgetMs = 2.0
     @Option(help: "Write the figures as JSON to this file.") var json: String?
     @Option(help: "Write the table as Markdown to this file.") var markdown: String?
 
@@ -29,6 +35,9 @@ struct BenchCommand: AsyncParsableCommand {
         guard records >= 1000 else { throw ValidationError("--records must be at least 1000") }
         guard (1...1000).contains(trials) else {
             throw ValidationError("--trials must be between 1 and 1000")
+        }
+        guard leaseBudgetMs >= 0, leaseBudgetMs <= 10_000 else {
+            throw ValidationError("--lease-budget-ms must be between 0 and 10000")
         }
         for name in only where !BenchSuite.scenarios.contains(name) {
             throw ValidationError(
@@ -39,9 +48,10 @@ struct BenchCommand: AsyncParsableCommand {
     func run() async throws {
         let interrupt = ChildProcesses.exitOnInterrupt()
         defer { interrupt.cancel() }
-        let suite = BenchSuite(
+        var suite = BenchSuite(
             records: records, trials: trials, only: only, baton: ChildProcesses.executablePath,
             progress: { CLIOutput.stderrLine("bench: \($0)") })
+        suite.leaseBudget = .microseconds(Int64(leaseBudgetMs * 1000))
         let (figures, table) = try await suite.run()
         for line in table { CLIOutput.line(line) }
         if let json {
