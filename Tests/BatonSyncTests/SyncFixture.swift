@@ -53,17 +53,6 @@ struct SyncFixture: Sendable {
         return done
     }
 
-    /// Waits until `soup` holds `count` records: a page saved in the sync's own task committed
-    /// (a stop landing while a page is being saved rolls it back, so a test that stops "after
-    /// page N" waits for page N first).
-    func waitForRecords(_ count: Int, in soup: String = "accounts") async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while try store.count(in: soup) < count {
-            try #require(ContinuousClock.now < deadline, "\(soup) never reached \(count) records")
-            try await Task.sleep(for: .milliseconds(1))  // wait-ok: no commit doorbell in this target
-        }
-    }
-
     func served() async throws -> Int {
         Int(try await client.adminStats().value(atPath: "recordsServed.Account")?.intValue ?? 0)
     }

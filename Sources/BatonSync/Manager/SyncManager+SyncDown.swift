@@ -4,8 +4,8 @@ extension SyncManager {
     /// Fetches page by page; each page is saved with the sync's progress (and, when sorted, its
     /// maxTimeStamp) in one short write transaction, so a stop or a kill loses at most the page
     /// in flight. The next page is fetched while the current one is saved (network and store
-    /// overlap); a stop cancels that fetch and rolls back a page being saved: both are simply
-    /// missing, to be fetched by the restart.
+    /// overlap); a stop cancels that fetch, and the page it was getting is simply missing, to be
+    /// fetched by the restart.
     ///
     /// `state` only ever holds what committed: each page's successor state is built aside and
     /// taken on once its save commits. A failed save (stop deadline, full disk, I/O error, a
@@ -114,17 +114,12 @@ extension SyncManager {
         let syncId = state.id
         let leaveIfChanged = state.mergeMode == .leaveIfChanged
         let access = try writer()
-        // The write runs in a task of its own (awaited, so still in order) that cancellation
-        // does not reach: a transaction is never cut off half-way by the runtime. A stop landing
-        // meanwhile sets `interrupt`, which the write checks before each record: it rolls the
-        // page back, so the stop costs what it costs with no page in hand, and the restart
-        // fetches that page again.
-        let interrupt = saveInterrupt
-        interrupt.clear()
+        // A page that arrived is saved even if a stop lands meanwhile: the write runs in a task
+        // of its own (awaited, so still in order) that the stop's cancellation does not reach;
+        // the stop is seen at the next check. Only the page in flight is ever lost.
         try await Task.detached {
             try await access.write { transaction in
                 for record in records {
-                    if interrupt.isSet { throw SyncInterrupted() }
                     guard let serverId = record[idField], !serverId.isNull else { continue }
                     if leaveIfChanged,
                         let existing = try transaction.entry(where: idField, equals: serverId, in: soup),

@@ -1,7 +1,6 @@
 import BatonStore
 import Foundation
 import Logging
-import Synchronization
 
 /// Mobile Sync's sync manager with the 7.1 stop/restart API, over a shared store.
 ///
@@ -65,8 +64,6 @@ public actor SyncManager {
     /// Batches of queued syncs a stop is still marking `stopped` (they count as active work).
     var finishingQueued = 0
     let broadcaster = Broadcaster<SyncState>(buffering: 1024)
-    /// Set by a stop (or a cancel of the running sync): the page being saved rolls back.
-    nonisolated let saveInterrupt = SaveInterrupt()
     nonisolated let wakeups: AsyncStream<Void>
     nonisolated let wake: AsyncStream<Void>.Continuation
 
@@ -175,7 +172,6 @@ public actor SyncManager {
         }
         let queued = queue
         queue.removeAll()
-        saveInterrupt.set()
         current?.task.cancel()
         if !queued.isEmpty {
             finishingQueued += 1
@@ -358,10 +354,7 @@ public actor SyncManager {
     public func cancelSync(id: Int64) {
         guard isQueuedOrRunning(id) else { return }
         cancelRequested.insert(id)
-        if current?.job.syncId == id {
-            saveInterrupt.set()
-            current?.task.cancel()
-        }
+        if current?.job.syncId == id { current?.task.cancel() }
     }
 
     // MARK: - Helpers
@@ -506,14 +499,4 @@ public actor SyncManager {
         }
         cancelRequested.remove(job.syncId)
     }
-}
-
-/// The stop's word to a page save running outside the actor: checked before each record, it
-/// rolls the page back.
-final class SaveInterrupt: Sendable {
-    private let flag = Atomic<Bool>(false)
-
-    var isSet: Bool { flag.load(ordering: .acquiring) }
-    func set() { flag.store(true, ordering: .releasing) }
-    func clear() { flag.store(false, ordering: .releasing) }
 }
