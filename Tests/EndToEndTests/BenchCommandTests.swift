@@ -36,7 +36,7 @@ extension HeavyEndToEnd {
             #expect(!stdout.contains("contention"))
         }
 
-        @Test("contention: 8 writer processes through the lease never see SQLITE_BUSY")
+        @Test("contention: 8 writer processes through the fair and the bounded lease never see SQLITE_BUSY")
         func contention() async throws {
             let (stdout, figures) = try await bench("contention", records: 1000)
             #expect(figures.value(atPath: "contention.batonErrors")?.intValue == 0)
@@ -46,7 +46,11 @@ extension HeavyEndToEnd {
             #expect(figures.value(atPath: "contention.floorErrors")?.intValue == 0)
             #expect((figures.value(atPath: "contention.floorWritesPerSec")?.doubleValue ?? 0) > 0)
             #expect((figures.value(atPath: "contention.floorThroughputRatio")?.doubleValue ?? 0) > 0)
-            #expect(stdout.contains("| contention, p99 write latency ms |"))
+            #expect(figures.value(atPath: "contention.boundedErrors")?.intValue == 0)
+            #expect((figures.value(atPath: "contention.boundedWritesPerSec")?.doubleValue ?? 0) > 0)
+            #expect((figures.value(atPath: "contention.boundedMaxMs")?.doubleValue ?? 0) > 0)
+            #expect(figures.value(atPath: "contention.budgetMs")?.doubleValue == 2)
+            #expect(stdout.contains("| contention, write latency ms p50 / p99 / max: fair lease; bounded lease |"))
         }
 
         @Test("stop and hand-over: a tail of fewer than 100 trials is called the max, never a p99")

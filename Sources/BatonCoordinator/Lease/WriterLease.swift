@@ -310,7 +310,9 @@ public final class WriterLease: Sendable {
 
     /// A process waiting for the lease, as it announced itself in `D/writer.waiters`.
     public struct Waiter: Sendable, Hashable {
+        /// The waiting process.
         public var pid: Int32
+        /// The priority it waits with (a renewing holder of lower priority hands over at once).
         public var priority: Int
         /// When it began to wait, `CLOCK_MONOTONIC` nanoseconds (every process of a boot shares it).
         public var since: UInt64
