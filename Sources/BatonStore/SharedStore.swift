@@ -127,7 +127,7 @@ public final class SharedStore: Sendable {
         let previousMask = umask(0o077)
         defer { umask(previousMask) }
         do {
-            let checkpoints = WALCheckpoints()
+            let checkpoints = WALCheckpoints(shmPath: path + "-shm")
             let writeGuard = WriteGuard(busyTimeout: busyTimeout, path: path)
             let pool = try openPool(directory: directory, writeGuard: writeGuard, checkpoints: checkpoints)
             return SharedStore(

@@ -2,6 +2,10 @@ import BatonLocking
 import GRDB
 import GRDBSQLite
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// When this process copies the WAL back into the database file.
 ///
 /// SQLite's own rule checkpoints in whichever commit brings the WAL to 1,000 frames, inside that
@@ -12,7 +16,9 @@ import GRDBSQLite
 /// run as SQLite's would.
 ///
 /// A release checkpoints only when ``threshold`` frames were added since the WAL was last
-/// copied back, as this process saw it. The WAL's size alone is no measure: a checkpoint after the
+/// copied back, by any process: the wal-index (the `-shm` file) says how many frames the WAL has
+/// and how many of them are in the database already. Counted by this process alone, each of N
+/// processes taking turns would checkpoint every ``threshold`` frames, N times too often. The WAL's size alone is no measure: a checkpoint after the
 /// release runs while the next holder writes, so it rarely finishes the WAL, and the WAL starts
 /// over only when a writer finds it finished. Under contention it then stays above the threshold
 /// until the held limit, and a release that went by its size ran a checkpoint (two fsyncs) every
@@ -33,6 +39,33 @@ final class WALCheckpoints: Sendable {
     }
 
     private let state = Locked(State())
+    /// The wal-index, read for what every process has added and copied back (-1 when it could
+    /// not be opened: this process's own count is used).
+    private let shm: Int32
+
+    /// - Parameter shmPath: the store's wal-index; nil counts this process's commits alone.
+    init(shmPath: String? = nil) {
+        shm = shmPath.map { open($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) } ?? -1
+    }
+
+    deinit {
+        if shm >= 0 { close(shm) }
+    }
+
+    /// The WAL's frames and those copied back into the database, from the wal-index header's
+    /// `mxFrame` (offset 16) and its checkpoint information's `nBackfill` (offset 96), in the
+    /// machine's byte order (sqlite.org/walformat.html); nil when it cannot be read.
+    private func sharedFrames() -> (frames: UInt32, backfilled: UInt32)? {
+        guard shm >= 0 else { return nil }
+        var header = [UInt8](repeating: 0, count: 100)
+        guard pread(shm, &header, header.count, 0) == header.count else { return nil }
+        return header.withUnsafeBytes { raw in
+            (
+                raw.loadUnaligned(fromByteOffset: 16, as: UInt32.self),
+                raw.loadUnaligned(fromByteOffset: 96, as: UInt32.self)
+            )
+        }
+    }
 
     /// Installs the rule on a connection, in place of SQLite's automatic checkpoint.
     func install(on db: Database) {
@@ -76,10 +109,15 @@ final class WALCheckpoints: Sendable {
     /// Ends one ``hold()``; true when none is left and ``threshold`` frames were added to the
     /// WAL since it was last copied back.
     func release() -> Bool {
-        state.withLock { state in
+        let released = state.withLock { state in
             state.holds = max(0, state.holds - 1)
             return state.holds == 0 && state.frames - state.backfilled >= Self.threshold
         }
+        guard released else { return false }
+        guard let shared = sharedFrames() else { return true }
+        // Copied back by another process meanwhile, or the WAL started over.
+        return shared.frames >= shared.backfilled
+            && shared.frames - shared.backfilled >= UInt32(Self.threshold)
     }
 
     /// Records a checkpoint's outcome: the WAL's frames, and how many of them are now in the

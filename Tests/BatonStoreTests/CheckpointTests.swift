@@ -93,4 +93,32 @@ struct CheckpointTests {
         #expect(rule.committed(frames: WALCheckpoints.limitWhileHeld))
         #expect(!rule.committed(frames: WALCheckpoints.limitWhileHeld - 1) && rule.release())
     }
+
+    @Test(
+        "a release skips the checkpoint another process made already: the wal-index says what is copied back")
+    func releaseSeesOtherProcessesCopies() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        try fixture.unfenced.registerSoup("s", indexSpecs: [])
+        store.holdCheckpoints()
+        try writePages(fixture.unfenced)
+        let shm = store.directory.storePath + "-shm"
+        // This process counted its commits only: due. The wal-index agrees: nothing copied yet.
+        let mine = WALCheckpoints(shmPath: shm)
+        mine.hold()
+        #expect(!mine.committed(frames: 2_000))
+        #expect(mine.release())
+        // Another process (here the store's own rule, released) copies the WAL back...
+        store.releaseCheckpoints()
+        // ...and a process that counted the same commits sees it, where its own count says due.
+        let other = WALCheckpoints(shmPath: shm)
+        other.hold()
+        #expect(!other.committed(frames: 2_000))
+        #expect(!other.release())
+        // Without the wal-index, its own count decides.
+        let blind = WALCheckpoints(shmPath: store.directory.path + "/no-such-shm")
+        blind.hold()
+        #expect(!blind.committed(frames: 2_000))
+        #expect(blind.release())
+    }
 }

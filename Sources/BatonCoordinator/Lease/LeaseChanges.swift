@@ -8,6 +8,7 @@ import Foundation
 final class LeaseChanges: Sendable {
     private let state = Locked<(rings: Int, waiters: [CheckedContinuation<Void, Never>])>((0, []))
     private let listener = Locked<Task<Void, Never>?>(nil)
+    private let clock = LeaseClock()
 
     init(directory: SharedDirectory) {
         guard
@@ -40,6 +41,7 @@ final class LeaseChanges: Sendable {
 
     func stop() {
         listener.withLock { $0?.cancel() }
+        clock.stop()
     }
 
     @Sendable func ring() {
@@ -57,13 +59,10 @@ final class LeaseChanges: Sendable {
     /// Returns once there were more than `seen` changes, after `timeout`, or on cancellation,
     /// whichever comes first.
     func wait(after seen: Int, timeout: Duration) async {
-        // A dispatch timer, not a sleeping task: every contended turn of the lease waits once,
-        // and a task would cost two more jobs on the cooperative pool (its start, and its wake-up
-        // when cancelled).
-        let timer = DispatchWorkItem { [self] in ring() }
-        DispatchQueue.global().asyncAfter(
-            deadline: .now() + .nanoseconds(Int(timeout.inNanoseconds)), execute: timer)
-        defer { timer.cancel() }
+        // The lease's own clock, not a dispatch timer or a sleeping task: every contended turn
+        // of the lease waits once, and either would cost a thread switch to set up.
+        let timer = clock.schedule(at: ContinuousClock.now + timeout) { [self] in ring() }
+        defer { clock.cancel(timer) }
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let ready = state.withLock { state -> Bool in

@@ -229,11 +229,15 @@ final class LeaseHeartbeat: Sendable {
 
     /// Stops beating (the lease is being released); no beat starts after this returns.
     ///
-    /// - Parameter released: when given, the last record says the lease was let go then (ms
-    ///   since 1970), for the next holder to record.
-    func drop(released: Int64? = nil) {
+    /// - Parameters:
+    ///   - released: when given, the last record says the lease was let go then (ms since 1970),
+    ///     for the next holder to record.
+    ///   - passing: when given, the closing the last record passes on (nil: none), in place of
+    ///     the one the holding was given.
+    func drop(released: Int64? = nil, passing: LeaseClosing?? = nil) {
         state.withLock { state in
-            if let released, let holding = state.holding {
+            if let released, var holding = state.holding {
+                if let passing { holding.closing = passing }
                 holding.lock.overwrite(record(holding, released: released).line)
             }
             state.holding = nil

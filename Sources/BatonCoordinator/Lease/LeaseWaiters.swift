@@ -1,3 +1,4 @@
+import BatonLocking
 import BatonStore
 import Foundation
 
@@ -31,6 +32,7 @@ final class LeaseWaiters: Sendable {
 
     deinit {
         if readFd >= 0 { close(readFd) }
+        for fd in spare.withLock({ $0 }) { close(fd) }
     }
 
     /// A slot held by a waiter: its own descriptor, so two waits of one process never share
@@ -47,29 +49,47 @@ final class LeaseWaiters: Sendable {
         var since: UInt64
     }
 
+    /// Descriptors of waits that ended, kept for the next ones (a contended turn of the lease
+    /// opens nothing).
+    private let spare = Locked<[Int32]>([])
+
     /// Claims a free slot and fills it; nil when the board cannot be opened or is full. An
     /// unannounced wait still ends: every holder hands over once someone else has waited past
     /// its budget, and a holder without more work releases.
+    ///
+    /// The search starts at a slot picked by the process id, so waiters of different processes
+    /// rarely try the same slots first.
     func enter(priority: Int, since: UInt64) -> Ticket? {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let fd = spare.withLock { $0.popLast() } ?? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return nil }
-        for slot in 0..<Self.slotCount where Self.lock(fd, slot: slot, type: Int16(F_WRLCK)) {
+        let pid = getpid()
+        let first = Int((UInt32(bitPattern: pid) &* 2_654_435_761) >> 26) % Self.slotCount
+        for step in 0..<Self.slotCount {
+            let slot = (first + step) % Self.slotCount
+            guard Self.lock(fd, slot: slot, type: Int16(F_WRLCK)) else { continue }
             var bytes = [UInt8](repeating: 0, count: Self.slotSize)
-            Self.store(getpid(), at: 0, in: &bytes)
+            Self.store(pid, at: 0, in: &bytes)
             Self.store(Int32(clamping: priority), at: 4, in: &bytes)
             Self.store(since, at: 8, in: &bytes)
-            guard pwrite(fd, bytes, bytes.count, off_t(slot * Self.slotSize)) == bytes.count else { break }
+            guard pwrite(fd, bytes, bytes.count, off_t(slot * Self.slotSize)) == bytes.count else {
+                _ = Self.lock(fd, slot: slot, type: Int16(F_UNLCK))
+                break
+            }
             return Ticket(fd: fd, slot: slot)
         }
         close(fd)
         return nil
     }
 
-    /// Empties the slot and lets it go.
+    /// Empties the slot and lets it go (its descriptor is kept for the next wait).
     func leave(_ ticket: Ticket) {
         let zeros = [UInt8](repeating: 0, count: Self.slotSize)
-        _ = pwrite(ticket.fd, zeros, zeros.count, off_t(ticket.slot * Self.slotSize))
-        close(ticket.fd)  // drops the slot's lock
+        let emptied = pwrite(ticket.fd, zeros, zeros.count, off_t(ticket.slot * Self.slotSize)) == zeros.count
+        guard emptied, Self.lock(ticket.fd, slot: ticket.slot, type: Int16(F_UNLCK)) else {
+            close(ticket.fd)  // drops the slot's lock
+            return
+        }
+        spare.withLock { $0.append(ticket.fd) }
     }
 
     /// The filled slots, each with its slot number. A slot

@@ -12,9 +12,18 @@ final class PendingLock: Sendable {
     private let state = Locked<(result: Result<FileLock, any Error>?, abandoned: Bool)>((nil, false))
 
     /// Starts waiting for `lock`; `onGranted` is called (on the waiting thread) when the wait ends.
-    init(lock: FileLock, onGranted: @escaping @Sendable () -> Void) {
+    ///
+    /// - Parameter executor: when the caller runs on it, the wait blocks its thread once the
+    ///   caller's job returns (the grant then wakes the thread that runs the turn); otherwise a
+    ///   thread of its own waits.
+    init(lock: FileLock, executor: LeaseExecutor? = nil, onGranted: @escaping @Sendable () -> Void) {
         generation = lock.identity
-        let thread = Thread { [self] in
+        let wait: @Sendable () -> Void = { [self] in
+            // Given up before it began: no wait at all.
+            if self.state.withLock({ $0.abandoned }) {
+                lock.unlock()
+                return
+            }
             let result = Result { try lock.lock() }.map { lock }
             let keep = self.state.withLock { state -> Bool in
                 if state.abandoned { return false }
@@ -23,6 +32,11 @@ final class PendingLock: Sendable {
             }
             if keep { onGranted() } else { lock.unlock() }
         }
+        if let executor, executor.isCurrent {
+            executor.blockAfterCurrentJob(wait)
+            return
+        }
+        let thread = Thread { wait() }
         thread.name = "baton.lease.wait"
         thread.start()
     }

@@ -49,6 +49,11 @@ public final class WriterLease: Sendable {
     let name: String
     /// How long a holder may go without renewing before a waiter takes the lease over.
     public let term: Duration
+    /// How long a wait goes before it first looks at the holder's heartbeat (a quarter term when
+    /// that is shorter). A takeover counts the holder's silence from its last beat, so looking
+    /// later delays one only when the holder was silent for a whole term already, or is seen
+    /// stopped: by at most this.
+    static let firstLook: Duration = .milliseconds(20)
     /// How long a takeover waits for SQLite's write lock before it says the holder is blocking.
     let takeoverLockWait: Duration
     /// Renews the lease while held (one thread for the lease's whole life).
@@ -57,8 +62,16 @@ public final class WriterLease: Sendable {
     /// twice returns the same epoch, and only the current holding can be released.
     private let state = Locked<(held: Held?, lock: FileLock?)>((nil, nil))
     let temporaryFiles = Atomic<Int>(0)
+    /// Set when a holding found the store's epoch at or above the one the lock file's record
+    /// gave it: the next holding reads the store's epoch when granted.
+    private let readsStoreEpoch = Atomic<Bool>(false)
     /// Who waits, for a holder deciding whether it may renew its turn (``renew(_:budget:priority:)``).
     let waiters: LeaseWaiters
+    /// Where a task taking turns of this lease runs to wait for a contended lease on the thread
+    /// that then runs its turn: `withTaskExecutorPreference(lease.executor) { ... }`. The kernel's
+    /// grant then wakes the turn's own thread; elsewhere a thread of its own waits for the grant
+    /// and wakes the task in the cooperative pool (one more thread switch per hand-over).
+    public let executor = LeaseExecutor()
     /// What wakes a waiting acquisition, set up by the first wait and kept for the lease's life
     /// (a contended turn of the lease sets nothing up).
     private let changes = Locked<LeaseChanges?>(nil)
@@ -108,6 +121,7 @@ public final class WriterLease: Sendable {
     }
 
     deinit {
+        executor.shutDown()
         heartbeat.close()
         changes.withLock { $0?.stop() }
     }
@@ -126,28 +140,46 @@ public final class WriterLease: Sendable {
         return try begin(with: lock)
     }
 
-    /// Starts a holding on a lock just taken: picks the next epoch (above the store's and the
-    /// lock file's, so an epoch a holder took without writing is never reused), and beats from
-    /// the start. Nothing is written to the store: the holding's first write records it.
+    /// Starts a holding on a lock just taken, and beats from the start. Nothing is written to
+    /// the store: the holding's first write records it.
+    ///
+    /// The epoch is one above the one the lock file's record names: every holder writes its
+    /// epoch there when it takes the lock, so that is the highest taken while the lock was passed
+    /// on, recorded in the store or not (an epoch a holder took without writing is never reused).
+    /// The first write then finds the store's epoch in its own transaction, where it must be
+    /// below. With no record (a new or replaced lock file), or after a store epoch was found at
+    /// or above the record's, the store's epoch is read here.
     private func begin(with lock: FileLock) throws -> Held? {
         // Read what the last holder left before the first beat overwrites it.
         let last = HeartbeatRecord(parsing: lock.recorded() ?? "")
-        let storeEpoch: Int64
-        do {
-            // On the write connection, which the holding's first write then finds current: under
-            // 8-way contention a reader's read took 110 µs at the median, this one 66 µs.
-            storeEpoch = try store.leaseEpochForWriting()
-        } catch {
-            lock.unlock()
-            throw error
+        let epoch: Int64
+        let closing: LeaseClosing?
+        let fence: LeaseFence
+        if let last, !readsStoreEpoch.load(ordering: .relaxed) {
+            epoch = last.epoch + 1
+            // What a holding that never writes passes on, if the last holder wrote (the usual
+            // case); a release corrects it when the last holder had not.
+            closing = last.closing(of: last.epoch)
+            fence = LeaseFence(
+                store: store, epoch: epoch, holder: name, pid: getpid(), granted: WallClock.nowMillis(),
+                closing: closing, closingOf: { last.closing(of: $0) }, stillHeld: { lock.isStillAtPath })
+        } else {
+            let storeEpoch: Int64
+            do {
+                // On the write connection, which the holding's first write then finds current.
+                storeEpoch = try store.leaseEpochForWriting()
+            } catch {
+                lock.unlock()
+                throw error
+            }
+            readsStoreEpoch.store(false, ordering: .relaxed)
+            epoch = max(storeEpoch, last?.epoch ?? 0) + 1
+            closing = last?.closing(of: storeEpoch)
+            fence = LeaseFence(
+                store: store, epoch: epoch, holder: name, pid: getpid(), granted: WallClock.nowMillis(),
+                previous: storeEpoch, closing: closing, stillHeld: { lock.isStillAtPath })
         }
-        let epoch = max(storeEpoch, last?.epoch ?? 0) + 1
-        let closing = last?.closing(of: storeEpoch)
         heartbeat.hold(lock, epoch: epoch, closing: closing)
-        let fence = LeaseFence(
-            store: store, epoch: epoch, holder: name, pid: getpid(), granted: WallClock.nowMillis(),
-            previous: storeEpoch,
-            closing: closing, stillHeld: { lock.isStillAtPath })
         return adopt(Held(fence: fence, takeover: nil), lock)
     }
 
@@ -184,14 +216,19 @@ public final class WriterLease: Sendable {
     ) async throws -> Held {
         if let held = current { return held }
         let waitingSince = MonotonicClock.nanos()
+        let firstLook = waitingSince + UInt64(min(Self.firstLook, term / 4).inNanoseconds)
         let path = directory.writerLockPath
-        // A free lock is taken without setting up a wait (a turn of the lease stays cheap).
+        // A free lock is taken without setting up a wait (a turn of the lease stays cheap). A
+        // taken one is waited on with the same descriptor, unless the file changed meanwhile.
+        var tried: FileLock?
         if mayTry() {
             let lock = try FileLock(path: path)
             if try lock.tryLock() {
                 if lock.isStillAtPath, let held = try begin(with: lock) { return held }
+                lock.unlock()
+            } else {
+                tried = lock
             }
-            lock.unlock()
         }
         // Watch first, then look again, so a change made in between is not missed.
         let changes = watchChanges()
@@ -203,6 +240,7 @@ public final class WriterLease: Sendable {
         // their budget.
         let ticket = waiters.enter(priority: priority, since: waitingSince)
         defer {
+            tried?.unlock()
             pending?.abandon()
             if let ticket { waiters.leave(ticket) }
             if blocked != nil { onBlocked(nil) }
@@ -225,41 +263,51 @@ public final class WriterLease: Sendable {
                 if pending == nil || generation == nil || pending?.generation != generation {
                     pending?.abandon()
                     pending = nil
-                    let lock = try FileLock(path: path)
+                    let reused = tried.flatMap { $0.identity == generation ? $0 : nil }
+                    if reused == nil { tried?.unlock() }
+                    tried = nil
+                    let lock = try reused ?? FileLock(path: path)
                     if try lock.tryLock() {
                         if lock.isStillAtPath, let held = try begin(with: lock) { return held }
                         lock.unlock()
                         continue
                     }
-                    pending = PendingLock(lock: lock, onGranted: changes.ring)
+                    pending = PendingLock(lock: lock, executor: executor, onGranted: changes.ring)
                 }
-                // A takeover held up by a holder frozen inside a write transaction is carried
-                // through once it can be, even if the thawed holder beats again meanwhile: it
-                // was silent for a term, and its next write fails its fence.
-                if let decided = pursuing, decided.observation.generation != generation { pursuing = nil }
-                let observation = pursuing?.observation ?? observeHolder(generation: generation)
-                let decision =
-                    pursuing.map { TakeoverWatch.Decision.takeOver(silentNanos: $0.silentNanos) }
-                    ?? watch.observe(observation)
-                switch decision {
-                case .wait(let until):
-                    wait = .nanoseconds(Int64(until &- min(until, observation.now)))
-                case .takeOver(let silent):
-                    let pursued = pursuing != nil
-                    pursuing = nil
-                    switch try takeOver(observation, silentNanos: silent, pursued: pursued) {
-                    case .taken(let held):
-                        return held
-                    case .moved:
-                        // Somebody else moved first; look again shortly (a new beat is coming).
-                        wait = .milliseconds(20)
-                    case .blocked(let reason):
-                        pursuing = (observation, silent)
-                        if blocked != reason {
-                            blocked = reason
-                            onBlocked(reason)
+                let now = MonotonicClock.nanos()
+                if pursuing == nil, now < firstLook {
+                    // Most contended waits end before the first look at the holder: they never
+                    // read its record.
+                    wait = .nanoseconds(Int64(firstLook - now))
+                } else {
+                    // A takeover held up by a holder frozen inside a write transaction is carried
+                    // through once it can be, even if the thawed holder beats again meanwhile: it
+                    // was silent for a term, and its next write fails its fence.
+                    if let decided = pursuing, decided.observation.generation != generation { pursuing = nil }
+                    let observation = pursuing?.observation ?? observeHolder(generation: generation)
+                    let decision =
+                        pursuing.map { TakeoverWatch.Decision.takeOver(silentNanos: $0.silentNanos) }
+                        ?? watch.observe(observation)
+                    switch decision {
+                    case .wait(let until):
+                        wait = .nanoseconds(Int64(until &- min(until, observation.now)))
+                    case .takeOver(let silent):
+                        let pursued = pursuing != nil
+                        pursuing = nil
+                        switch try takeOver(observation, silentNanos: silent, pursued: pursued) {
+                        case .taken(let held):
+                            return held
+                        case .moved:
+                            // Somebody else moved first; look again shortly (a new beat is coming).
+                            wait = .milliseconds(20)
+                        case .blocked(let reason):
+                            pursuing = (observation, silent)
+                            if blocked != reason {
+                                blocked = reason
+                                onBlocked(reason)
+                            }
+                            wait = term / 4
                         }
-                        wait = term / 4
                     }
                 }
             } else {
@@ -340,7 +388,17 @@ public final class WriterLease: Sendable {
             return state.lock
         }
         guard let lock else { return }
-        heartbeat.drop(released: recordRelease && lock.isStillAtPath ? WallClock.nowMillis() : nil)
+        // A holding that never wrote passes on how the interval before it ends: as the lock
+        // file's record told it, for the store's epoch, which it never had to read.
+        var passing: LeaseClosing?? = nil
+        if recordRelease, !held.fence.isRecorded, held.fence.previous == nil,
+            let storeEpoch = try? store.leaseEpochForWriting()
+        {
+            passing = .some(held.fence.closing(of: storeEpoch))
+            if storeEpoch >= held.epoch { readsStoreEpoch.store(true, ordering: .relaxed) }
+        }
+        // Into the file this lock holds: when a takeover replaced it, nobody reads it any more.
+        heartbeat.drop(released: recordRelease ? WallClock.nowMillis() : nil, passing: passing)
         lock.unlock()
         // Checkpoints held back while the lease was held run now, while nobody waits for them.
         store.releaseCheckpoints()

@@ -48,7 +48,11 @@ public struct BenchWorker: Sendable {
                 output("ready")
                 _ = readLine()
             }
-            let result = try await contend(unfenced, lease: lease, floor: floor)
+            // Every mode runs on the lease's executor, so they differ only in how they take
+            // turns: the lease's waits then block the thread that runs the turn.
+            let result = try await withTaskExecutorPreference(lease.executor) {
+                try await contend(unfenced, lease: lease, floor: floor)
+            }
             output(result.jsonString)
         case "reader":
             // Subscribed before it says ready: no commit after that is missed.

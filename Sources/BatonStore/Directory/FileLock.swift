@@ -13,6 +13,8 @@ import BatonLocking
 /// kernel frees the lock when the holder dies.
 public final class FileLock: Sendable {
     private let fd: Int32
+    /// The device and inode of the file the descriptor was opened on (nil if `fstat` failed).
+    private let openedIdentity: FileIdentity?
     /// True until the descriptor is closed; makes `unlock()` idempotent across threads.
     private let isOpen = Locked(true)
     private let currentPath: Locked<String>
@@ -30,6 +32,10 @@ public final class FileLock: Sendable {
         }
         self.fd = fd
         self.currentPath = Locked(path)
+        var opened = stat()
+        openedIdentity =
+            fstat(fd, &opened) == 0
+            ? FileIdentity(device: UInt64(opened.st_dev), inode: UInt64(opened.st_ino)) : nil
     }
 
     deinit {
@@ -73,9 +79,7 @@ public final class FileLock: Sendable {
 
     /// The device and inode of the file this lock holds (its generation), or nil once closed.
     public var identity: FileIdentity? {
-        var held = stat()
-        guard fstat(fd, &held) == 0 else { return nil }
-        return FileIdentity(device: UInt64(held.st_dev), inode: UInt64(held.st_ino))
+        isOpen.withLock { $0 } ? openedIdentity : nil
     }
 
     /// What this lock's file says (see ``record(_:)``), at most 256 bytes; nil when empty.
@@ -98,11 +102,12 @@ public final class FileLock: Sendable {
     }
 
     /// Whether `path` still names the file this lock holds (not deleted, renamed or replaced).
+    ///
+    /// One `lstat`: the open descriptor keeps its inode alive, so no other file can have the same
+    /// device and inode while it is open, and a path naming them names this file.
     public var isStillAtPath: Bool {
-        var held = stat()
-        var named = stat()
-        guard fstat(fd, &held) == 0, lstat(path, &named) == 0, held.st_nlink > 0 else { return false }
-        return held.st_dev == named.st_dev && held.st_ino == named.st_ino
+        guard let openedIdentity, isOpen.withLock({ $0 }) else { return false }
+        return FileIdentity.of(path) == openedIdentity
     }
 
     /// Renames the lock file to `newPath` (atomically replacing whatever is there).

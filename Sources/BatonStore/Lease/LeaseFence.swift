@@ -56,9 +56,10 @@ public struct LeaseClosing: Sendable, Hashable {
 /// ``SharedStore`` without holding the lease. Give it to the store's `write(_:deadline:_:)`.
 ///
 /// The first write commits only if the store's epoch is still the one seen when the lease was
-/// granted (``previous``) and the lock is still the one in place (`stillHeld`, asked inside the
-/// transaction, which serializes with a takeover's); it then closes the previous interval, starts
-/// ``epoch`` and appends its history row. Every later write commits only while the store's epoch
+/// granted (``previous``), or, when the lease took its epoch from the lock file's record without
+/// reading the store, is still below ``epoch``; and only if the lock is still the one in place
+/// (`stillHeld`, asked inside the transaction, which serializes with a takeover's). It then
+/// closes the previous interval, starts ``epoch`` and appends its history row. Every later write commits only while the store's epoch
 /// is ``epoch``. A holder frozen before its first write and taken over meanwhile can never
 /// record or commit anything.
 public final class LeaseFence: Sendable, Hashable, CustomStringConvertible {
@@ -72,11 +73,15 @@ public final class LeaseFence: Sendable, Hashable, CustomStringConvertible {
     public let pid: Int32
     /// When the lease was granted (ms since 1970): the history row's `acquired`.
     public let granted: Int64
-    /// The store's epoch when the lease was granted.
-    public let previous: Int64
+    /// The store's epoch when the lease was granted; nil when the lease did not read it (the
+    /// holding's first write does).
+    public let previous: Int64?
     /// How the interval of ``previous`` ends, when the lock file said (nil: at ``granted``, as
-    /// taken over).
+    /// taken over). With no ``previous``, how it ends if the last holder wrote.
     public let closing: LeaseClosing?
+    /// With no ``previous``: how the interval of the store's epoch ends, given that epoch, as the
+    /// lock file's record says.
+    private let closingOf: (@Sendable (Int64) -> LeaseClosing?)?
     private let stillHeld: @Sendable () -> Bool
     private let recorded: Atomic<Bool>
 
@@ -97,8 +102,39 @@ public final class LeaseFence: Sendable, Hashable, CustomStringConvertible {
         self.granted = granted
         self.previous = previous
         self.closing = closing
+        self.closingOf = nil
         self.stillHeld = stillHeld
         self.recorded = Atomic(recorded)
+    }
+
+    /// For the writer lease only: a holding whose epoch came from the lock file's record, one
+    /// above the epoch its last holder took; the first write reads the store's epoch, which must
+    /// be below it, and closes that epoch's interval as `closingOf` says.
+    ///
+    /// - Parameters:
+    ///   - closing: how the last holder's interval ends if it wrote (for ``acquired``).
+    ///   - closingOf: how the interval of a store epoch ends, as the lock file's record says.
+    package init(
+        store: SharedStore, epoch: Int64, holder: String, pid: Int32, granted: Int64, closing: LeaseClosing?,
+        closingOf: @escaping @Sendable (Int64) -> LeaseClosing?, stillHeld: @escaping @Sendable () -> Bool
+    ) {
+        self.store = store
+        self.epoch = epoch
+        self.holder = holder
+        self.pid = pid
+        self.granted = granted
+        self.previous = nil
+        self.closing = closing
+        self.closingOf = closingOf
+        self.stillHeld = stillHeld
+        self.recorded = Atomic(false)
+    }
+
+    /// How the interval of `storeEpoch` ends, as this holding was told when granted: what a
+    /// holding that never writes passes on to the next holder.
+    package func closing(of storeEpoch: Int64) -> LeaseClosing? {
+        let told = previous == nil ? closingOf?(storeEpoch) : closing
+        return told?.epoch == storeEpoch ? told : nil
     }
 
     /// Whether the store has this holding (its first write committed).
@@ -129,19 +165,34 @@ public final class LeaseFence: Sendable, Hashable, CustomStringConvertible {
             }
             return false
         }
-        guard current == previous, stillHeld() else {
-            throw StoreError(
-                .staleEpoch,
-                "the writer lease moved (epoch \(current)) before this process recorded epoch \(epoch); nothing was written"
-            )
+        // Whether the lock is still the one in place is asked by ``confirm()``, later in the
+        // same transaction: a lock that was replaced never comes back.
+        let previous: Int64
+        if let known = self.previous {
+            guard current == known else {
+                throw StoreError(
+                    .staleEpoch,
+                    "the writer lease moved (epoch \(current)) before this process recorded epoch \(epoch); nothing was written"
+                )
+            }
+            previous = known
+        } else {
+            // The lock file's record gave an epoch above every one taken while the lock was
+            // passed on: one at or above it was recorded by someone else since.
+            guard current < epoch else {
+                throw StoreError(
+                    .staleEpoch,
+                    "the store's lease epoch (\(current)) is not below epoch \(epoch), which this process took from the lock file; nothing was written"
+                )
+            }
+            previous = current
         }
         // A release the lock file told of ends the interval before it when it happened. Without
         // one (the holder died, or the lock file was deleted under a holder that may still be
         // committing under its epoch until this transaction), it ends now: never before a
         // commit of its own.
         let closes =
-            closing?.epoch == previous
-            ? closing! : LeaseClosing(epoch: previous, at: transaction.now, kind: .takenOver)
+            closing(of: previous) ?? LeaseClosing(epoch: previous, at: transaction.now, kind: .takenOver)
         try transaction.recordLeaseEpoch(
             epoch, name: holder, pid: pid, acquired: max(granted, closes.at), closing: closes)
         return true
