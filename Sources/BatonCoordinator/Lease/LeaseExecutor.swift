@@ -44,6 +44,8 @@ public final class LeaseExecutor: TaskExecutor, @unchecked Sendable {
         return started
     }
 
+    /// Queues `job` for the executor's thread (a new thread takes the queue over when the one it
+    /// has is blocked in a wait).
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         condition.lock()
