@@ -164,6 +164,14 @@ struct TakeoverWatchTests {
         }
         let valid = "baton-lease pid=1 epoch=2 beat=3 term=4 from=0 released=0 close=-"
         #expect(HeartbeatRecord(parsing: valid)?.epoch == 2)
+        // The line, byte for byte: the fields, then spaces to the fixed length, then a newline.
+        let exact = HeartbeatRecord(
+            pid: 1, epoch: 2, beat: 3, termMillis: 4, released: 1_700_000_000_123,
+            closing: LeaseClosing(epoch: 1, at: -5, kind: .renewed))
+        let text = "baton-lease pid=1 epoch=2 beat=3 term=4 from=0 released=1700000000123 close=1:-5:n"
+        #expect(
+            exact.line == text + String(repeating: " ", count: HeartbeatRecord.length - 1 - text.count) + "\n"
+        )
         #expect(HeartbeatRecord(parsing: "  " + valid + "\t\r\n")?.epoch == 2)
         for junk in [
             valid + " extra=1",  // a ninth field

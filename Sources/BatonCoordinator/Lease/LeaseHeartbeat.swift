@@ -47,14 +47,54 @@ public struct HeartbeatRecord: Sendable, Hashable {
     }
 
     /// The fixed-length line: `baton-lease pid=… epoch=… beat=… term=… from=… released=…
-    /// close=EPOCH:MS:r|t|n|-`, padded with spaces. Written on every beat and every release, so
-    /// it is built without Foundation's padding.
-    public var line: String {
-        let close = closing.map { "\($0.epoch):\($0.at):\($0.kind.letter)" } ?? "-"
-        let text =
-            "baton-lease pid=\(pid) epoch=\(epoch) beat=\(beat) term=\(termMillis) from=\(takenOver) released=\(released) close=\(close)"
-        let padding = max(0, Self.length - 1 - text.utf8.count)
-        return text + String(repeating: " ", count: padding) + "\n"
+    /// close=EPOCH:MS:r|t|n|-`, padded with spaces.
+    public var line: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// ``line``'s bytes. Written on every beat, every take and every release of the lease, so
+    /// it is built byte by byte, without string interpolation or Foundation's padding.
+    public var bytes: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(Self.length)
+        func text(_ string: StaticString) {
+            string.withUTF8Buffer { out.append(contentsOf: $0) }
+        }
+        func number<T: BinaryInteger>(_ value: T) {
+            if value < 0 { out.append(UInt8(ascii: "-")) }
+            var magnitude = value.magnitude
+            var digits: [UInt8] = []
+            repeat {
+                digits.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+                magnitude /= 10
+            } while magnitude > 0
+            out.append(contentsOf: digits.reversed())
+        }
+        text("baton-lease pid=")
+        number(pid)
+        text(" epoch=")
+        number(epoch)
+        text(" beat=")
+        number(beat)
+        text(" term=")
+        number(termMillis)
+        text(" from=")
+        number(takenOver)
+        text(" released=")
+        number(released)
+        text(" close=")
+        if let closing {
+            number(closing.epoch)
+            out.append(UInt8(ascii: ":"))
+            number(closing.at)
+            out.append(UInt8(ascii: ":"))
+            out.append(closing.kind.letter.asciiValue ?? UInt8(ascii: "-"))
+        } else {
+            out.append(UInt8(ascii: "-"))
+        }
+        if out.count < Self.length - 1 {
+            out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: Self.length - 1 - out.count))
+        }
+        out.append(UInt8(ascii: "\n"))
+        return out
     }
 
     /// Parses ``line``; nil for anything else (an empty file, a pid written by an older Baton).
@@ -223,7 +263,7 @@ final class LeaseHeartbeat: Sendable {
             holding.epoch = epoch
             holding.closing = closing
             state.holding = holding
-            holding.lock.overwrite(record(holding).line)
+            holding.lock.overwrite(record(holding).bytes)
         }
     }
 
@@ -238,7 +278,7 @@ final class LeaseHeartbeat: Sendable {
         state.withLock { state in
             if let released, var holding = state.holding {
                 if let passing { holding.closing = passing }
-                holding.lock.overwrite(record(holding, released: released).line)
+                holding.lock.overwrite(record(holding, released: released).bytes)
             }
             state.holding = nil
         }
@@ -258,7 +298,7 @@ final class LeaseHeartbeat: Sendable {
         // Under the mutex, so a beat never lands after `drop()` returned.
         state.withLock { state in
             guard let holding = state.holding else { return }
-            holding.lock.overwrite(record(holding).line)
+            holding.lock.overwrite(record(holding).bytes)
         }
     }
 

@@ -73,7 +73,11 @@ public final class FileLock: Sendable {
     /// Writes `text` over the start of the lock file without truncating it first, so a reader
     /// never finds it empty: one `pwrite`, for records of a fixed length (a heartbeat).
     public func overwrite(_ text: String) {
-        let bytes = Array(text.utf8)
+        overwrite(Array(text.utf8))
+    }
+
+    /// Writes `bytes` over the start of the lock file, as the text form does.
+    public func overwrite(_ bytes: [UInt8]) {
         _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
     }
 
