@@ -1,3 +1,4 @@
+import Dispatch
 import GRDB
 
 /// WAL checkpoints: run passively, and held back while the writer lease is held.
@@ -23,6 +24,22 @@ extension SharedStore {
     /// Ends a ``holdCheckpoints()`` and runs the checkpoint it held back, if one is due.
     public func releaseCheckpoints() {
         guard checkpoints.release() else { return }
+        checkpointQuietly()
+    }
+
+    /// Ends a ``holdCheckpoints()``; the checkpoint it held back, if one is due, runs on another
+    /// thread, unless checkpoints are held again by then (the next release runs it). For the
+    /// writer lease's release: the lease is let go already, and whoever released it (a stop, a
+    /// hand-over) does not wait for the copy and its `fdatasync`s either.
+    package func releaseCheckpointsAfterwards() {
+        guard checkpoints.release() else { return }
+        DispatchQueue.global(qos: .utility).async { [self] in
+            guard !checkpoints.isHeld else { return }
+            checkpointQuietly()
+        }
+    }
+
+    private func checkpointQuietly() {
         do {
             try checkpoint()
         } catch {
@@ -31,5 +48,4 @@ extension SharedStore {
             logger.debug("WAL checkpoint skipped", metadata: ["error": "\(error)"])
         }
     }
-
 }

@@ -59,6 +59,10 @@ public final class SharedStore: Sendable {
     /// Writes in flight in this process: a write under the lease runs on the caller's thread only
     /// when it is the only one.
     private let writesInFlight = Atomic<Int>(0)
+    /// A lower bound of the lease history's oldest epoch, as this handle's committed fold checks
+    /// saw it (0 until one ran): recording a holding then checks the history's size without a
+    /// query while the span of epochs is below the limit.
+    private let knownOldestEpoch = Atomic<Int64>(0)
 
     init(
         directory: SharedDirectory, pool: DatabasePool, checkpoints: WALCheckpoints, writeGuard: WriteGuard,
@@ -283,9 +287,12 @@ public final class SharedStore: Sendable {
         var recorded: LeaseFence?
         var sequence: Int64?
         defer { if let began { writeGuard.noteTransaction(ContinuousClock.now - began) } }
+        var oldest: Int64 = 0
         try db.inTransaction(.immediate) {
             began = ContinuousClock.now
             let transaction = StoreTransaction(db: db)
+            transaction.knownOldestEpoch = knownOldestEpoch.load(ordering: .relaxed)
+            defer { oldest = transaction.knownOldestEpoch }
             if case .fenced(let fence) = writer, try fence.admit(transaction) { recorded = fence }
             result = try body(transaction)
             if case .fenced(let fence) = writer { try fence.confirm() }
@@ -295,6 +302,7 @@ public final class SharedStore: Sendable {
         }
         // Committed: only now is the holding in the store, and may readers be told.
         recorded?.markRecorded()
+        if oldest > 0 { _ = knownOldestEpoch.max(oldest, ordering: .relaxed) }
         if let sequence { ringChanges(sequence) }
         return result!
     }

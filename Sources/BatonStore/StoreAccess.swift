@@ -25,6 +25,10 @@ public final class StoreTransaction: StoreReader {
     public let now = WallClock.nowMillis()
     /// The soups written in this transaction, each with its statements prepared.
     var soupWriters: [String: SoupWriter] = [:]
+    /// A lower bound of the lease history's oldest epoch (0: unknown), from the store handle's
+    /// earlier commits, and raised by this transaction's fold check; the store keeps it once
+    /// this transaction commits.
+    var knownOldestEpoch: Int64 = 0
 
     /// Bumps the change sequence and appends this commit to the commit log (who committed,
     /// under which epoch), keeping the newest ``CommitRecord/retained`` rows (trimmed once every

@@ -106,6 +106,9 @@ final class WALCheckpoints: Sendable {
         state.withLock { $0.holds += 1 }
     }
 
+    /// Whether checkpoints are held now.
+    var isHeld: Bool { state.withLock { $0.holds > 0 } }
+
     /// Ends one ``hold()``; true when none is left and ``threshold`` frames were added to the
     /// WAL since it was last copied back.
     func release() -> Bool {

@@ -400,8 +400,9 @@ public final class WriterLease: Sendable {
         // Into the file this lock holds: when a takeover replaced it, nobody reads it any more.
         heartbeat.drop(released: recordRelease ? WallClock.nowMillis() : nil, passing: passing)
         lock.unlock()
-        // Checkpoints held back while the lease was held run now, while nobody waits for them.
-        store.releaseCheckpoints()
+        // Checkpoints held back while the lease was held run now, while nobody waits for them
+        // (not even this release).
+        store.releaseCheckpointsAfterwards()
     }
 }
 

@@ -141,14 +141,20 @@ extension StoreTransaction {
     /// Only closed intervals below the newest ones are folded, so every commit under a folded
     /// epoch is already in the commit log: each is checked against its interval now, and
     /// `lease check` counts what was found here instead of checking it again.
-    func foldLeaseHistory() throws {
+    ///
+    /// - Parameter recorded: the epoch this transaction just recorded (the newest), when it
+    ///   recorded one: with ``knownOldestEpoch`` that can settle the common case without a query.
+    func foldLeaseHistory(recorded: Int64? = nil) throws {
         let limit = try leaseHistoryLimit()
-        // Epochs are unique, so a span of epochs no wider than the limit holds no more rows:
-        // the common case costs two index lookups.
+        // Epochs are unique, so a span of epochs no wider than the limit holds no more rows. The
+        // oldest epoch only ever grows (a fold deletes from the bottom), so one seen before is a
+        // lower bound: the common case costs no lookup at all.
+        if let recorded, knownOldestEpoch > 0, recorded - knownOldestEpoch < Int64(limit) { return }
         guard let oldest = try Int64.fetchOne(cached("SELECT MIN(epoch) FROM lease_history")),
-            let newest = try Int64.fetchOne(cached("SELECT MAX(epoch) FROM lease_history")),
-            newest - oldest >= Int64(limit)
+            let newest = try Int64.fetchOne(cached("SELECT MAX(epoch) FROM lease_history"))
         else { return }
+        knownOldestEpoch = oldest
+        guard newest - oldest >= Int64(limit) else { return }
         let rows = try Int.fetchOne(cached("SELECT COUNT(*) FROM lease_history")) ?? 0
         guard rows > limit else { return }
         let keep = limit - max(1, limit / 10)
@@ -200,5 +206,6 @@ extension StoreTransaction {
             ).execute(arguments: [problem.epoch, problem.problem, problem.strictOnly])
         }
         try cached("DELETE FROM lease_history WHERE epoch <= ?").execute(arguments: [last.epoch])
+        knownOldestEpoch = next?.epoch ?? knownOldestEpoch
     }
 }

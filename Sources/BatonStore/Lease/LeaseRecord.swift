@@ -87,7 +87,7 @@ extension StoreTransaction {
         ).execute(arguments: [min(closing.at, acquired), closing.kind.rawValue, closing.epoch])
         try cached("INSERT INTO lease_history (epoch, name, pid, acquired) VALUES (?, ?, ?, ?)")
             .execute(arguments: [epoch, name, pid, acquired])
-        try foldLeaseHistory()
+        try foldLeaseHistory(recorded: epoch)
     }
 
     /// Records the next epoch for `name` right now, closing the one before as taken over (tests
