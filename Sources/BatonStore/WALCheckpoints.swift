@@ -39,26 +39,34 @@ final class WALCheckpoints: Sendable {
     }
 
     private let state = Locked(State())
-    /// The wal-index, read for what every process has added and copied back (-1 when it could
-    /// not be opened: this process's own count is used).
-    private let shm: Int32
+    /// The wal-index's path (nil: this process's own count is used).
+    private let shmPath: String?
+    /// The wal-index, read for what every process has added and copied back: opened at the first
+    /// release that needs it (a new store has none until its first write); -1 until then.
+    private let shm = Locked<Int32>(-1)
 
     /// - Parameter shmPath: the store's wal-index; nil counts this process's commits alone.
     init(shmPath: String? = nil) {
-        shm = shmPath.map { open($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) } ?? -1
+        self.shmPath = shmPath
     }
 
     deinit {
-        if shm >= 0 { close(shm) }
+        let fd = shm.withLock { $0 }
+        if fd >= 0 { close(fd) }
     }
 
     /// The WAL's frames and those copied back into the database, from the wal-index header's
     /// `mxFrame` (offset 16) and its checkpoint information's `nBackfill` (offset 96), in the
     /// machine's byte order (sqlite.org/walformat.html); nil when it cannot be read.
     private func sharedFrames() -> (frames: UInt32, backfilled: UInt32)? {
-        guard shm >= 0 else { return nil }
+        guard let shmPath else { return nil }
+        let fd = shm.withLock { fd in
+            if fd < 0 { fd = open(shmPath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
+            return fd
+        }
+        guard fd >= 0 else { return nil }
         var header = [UInt8](repeating: 0, count: 100)
-        guard pread(shm, &header, header.count, 0) == header.count else { return nil }
+        guard pread(fd, &header, header.count, 0) == header.count else { return nil }
         return header.withUnsafeBytes { raw in
             (
                 raw.loadUnaligned(fromByteOffset: 16, as: UInt32.self),

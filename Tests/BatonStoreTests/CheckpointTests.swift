@@ -115,10 +115,15 @@ struct CheckpointTests {
         other.hold()
         #expect(!other.committed(frames: 2_000))
         #expect(!other.release())
-        // Without the wal-index, its own count decides.
-        let blind = WALCheckpoints(shmPath: store.directory.path + "/no-such-shm")
+        // Without the wal-index, its own count decides; one that appears later (a new store has
+        // none until its first write) is read from then on.
+        let later = store.directory.path + "/later-shm"
+        let blind = WALCheckpoints(shmPath: later)
         blind.hold()
         #expect(!blind.committed(frames: 2_000))
         #expect(blind.release())
+        try FileManager.default.copyItem(atPath: shm, toPath: later)
+        blind.hold()
+        #expect(!blind.release())
     }
 }
