@@ -13,13 +13,8 @@ import Testing
 struct LeaseTurnTests {
     typealias Fixture = WriterLeaseTests.Fixture
 
-    /// Waits until `lease`'s waiter board shows `count` waiters.
     func waitForWaiters(_ lease: WriterLease, _ count: Int) async throws {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while lease.waiting().count < count {
-            try #require(ContinuousClock.now < deadline, "the waiters never announced themselves")
-            try await Task.sleep(for: .milliseconds(1))  // wait-ok: the board has no doorbell
-        }
+        try await Fixture.waitForWaiters(lease, count)
     }
 
     @Test(
@@ -198,6 +193,20 @@ struct LeaseExecutorTests {
     final class Gate: Sendable {
         let release = DispatchSemaphore(value: 0)
         let waitedOn = Locked<pthread_t?>(nil)
+
+        /// On `executor`: suspends until the blocking wait ends; returns the thread it resumed on.
+        func blockedWait(on executor: LeaseExecutor) async -> pthread_t {
+            await withTaskExecutorPreference(executor) {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    executor.blockAfterCurrentJob {
+                        self.waitedOn.withLock { $0 = pthread_self() }
+                        self.release.wait()
+                        continuation.resume()
+                    }
+                }
+                return pthread_self()
+            }
+        }
     }
 
     @Test(
@@ -207,18 +216,7 @@ struct LeaseExecutorTests {
         let executor = LeaseExecutor()
         defer { executor.shutDown() }
         let gate = Gate()
-        let resumedOn = Task {
-            await withTaskExecutorPreference(executor) {
-                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    executor.blockAfterCurrentJob {
-                        gate.waitedOn.withLock { $0 = pthread_self() }
-                        gate.release.wait()
-                        continuation.resume()
-                    }
-                }
-                return pthread_self()
-            }
-        }
+        let resumedOn = Task { await gate.blockedWait(on: executor) }
         gate.release.signal()
         let thread = await resumedOn.value
         #expect(gate.waitedOn.withLock { $0 } == thread)
@@ -232,17 +230,7 @@ struct LeaseExecutorTests {
         let executor = LeaseExecutor()
         defer { executor.shutDown() }
         let gate = Gate()
-        let blocked = Task {
-            await withTaskExecutorPreference(executor) {
-                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    executor.blockAfterCurrentJob {
-                        gate.waitedOn.withLock { $0 = pthread_self() }
-                        gate.release.wait()
-                        continuation.resume()
-                    }
-                }
-            }
-        }
+        let blocked = Task { await gate.blockedWait(on: executor) }
         while gate.waitedOn.withLock({ $0 }) == nil {
             try await Task.sleep(for: .milliseconds(1))  // wait-ok: until the wait has begun
         }
@@ -251,6 +239,6 @@ struct LeaseExecutorTests {
         #expect(other != gate.waitedOn.withLock { $0 })
         #expect(executor.threadsStarted == 2)
         gate.release.signal()
-        await blocked.value
+        _ = await blocked.value
     }
 }

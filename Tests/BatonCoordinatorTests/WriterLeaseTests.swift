@@ -26,6 +26,15 @@ struct WriterLeaseTests {
             try WriterLease(directory: shared, store: store, name: name)
         }
 
+        /// Waits (checking the board) until `lease` sees `count` waiters.
+        static func waitForWaiters(_ lease: WriterLease, _ count: Int) async throws {
+            let deadline = ContinuousClock.now + .seconds(20)
+            while lease.waiting().count < count {
+                try #require(ContinuousClock.now < deadline, "the waiters never announced themselves")
+                try await Task.sleep(for: .milliseconds(1))  // wait-ok: the board has no doorbell
+            }
+        }
+
         /// A newcomer gets the lease (so nobody kept it), with a later epoch than `epoch`.
         func expectFree(after epoch: Int64) async throws {
             let newcomer = try lease("newcomer")
@@ -127,13 +136,8 @@ struct WriterLeaseTests {
 struct WriterLeaseRenewalTests {
     typealias Fixture = WriterLeaseTests.Fixture
 
-    /// Waits (on each announcement, checking the board) until `lease` sees `count` waiters.
     func waitForWaiters(_ lease: WriterLease, _ count: Int) async throws {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while lease.waiting().count < count {
-            try #require(ContinuousClock.now < deadline, "the waiters never announced themselves")
-            try await Task.sleep(for: .milliseconds(1))  // wait-ok: the board has no doorbell
-        }
+        try await Fixture.waitForWaiters(lease, count)
     }
 
     @Test("with nobody waiting a renewal keeps the lock: the next epoch, the turn before closed as renewed")

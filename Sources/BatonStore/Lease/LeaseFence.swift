@@ -91,20 +91,13 @@ public final class LeaseFence: Sendable, Hashable, CustomStringConvertible {
     ///   - recorded: true when the holding is in the store already (a takeover records it in its
     ///     own transaction).
     ///   - stillHeld: whether the lock that grants this holding is still the one in place.
-    package init(
+    package convenience init(
         store: SharedStore, epoch: Int64, holder: String, pid: Int32, granted: Int64, previous: Int64,
         closing: LeaseClosing?, recorded: Bool = false, stillHeld: @escaping @Sendable () -> Bool
     ) {
-        self.store = store
-        self.epoch = epoch
-        self.holder = holder
-        self.pid = pid
-        self.granted = granted
-        self.previous = previous
-        self.closing = closing
-        self.closingOf = nil
-        self.stillHeld = stillHeld
-        self.recorded = Atomic(recorded)
+        self.init(
+            store: store, epoch: epoch, holder: holder, pid: pid, granted: granted, previous: previous,
+            closing: closing, closingOf: nil, recorded: recorded, stillHeld: stillHeld)
     }
 
     /// For the writer lease only: a holding whose epoch came from the lock file's record, one
@@ -114,20 +107,30 @@ public final class LeaseFence: Sendable, Hashable, CustomStringConvertible {
     /// - Parameters:
     ///   - closing: how the last holder's interval ends if it wrote (for ``acquired``).
     ///   - closingOf: how the interval of a store epoch ends, as the lock file's record says.
-    package init(
+    package convenience init(
         store: SharedStore, epoch: Int64, holder: String, pid: Int32, granted: Int64, closing: LeaseClosing?,
         closingOf: @escaping @Sendable (Int64) -> LeaseClosing?, stillHeld: @escaping @Sendable () -> Bool
+    ) {
+        self.init(
+            store: store, epoch: epoch, holder: holder, pid: pid, granted: granted, previous: nil,
+            closing: closing, closingOf: closingOf, recorded: false, stillHeld: stillHeld)
+    }
+
+    private init(
+        store: SharedStore, epoch: Int64, holder: String, pid: Int32, granted: Int64, previous: Int64?,
+        closing: LeaseClosing?, closingOf: (@Sendable (Int64) -> LeaseClosing?)?, recorded: Bool,
+        stillHeld: @escaping @Sendable () -> Bool
     ) {
         self.store = store
         self.epoch = epoch
         self.holder = holder
         self.pid = pid
         self.granted = granted
-        self.previous = nil
+        self.previous = previous
         self.closing = closing
         self.closingOf = closingOf
         self.stillHeld = stillHeld
-        self.recorded = Atomic(false)
+        self.recorded = Atomic(recorded)
     }
 
     /// How the interval of `storeEpoch` ends, as this holding was told when granted: what a
