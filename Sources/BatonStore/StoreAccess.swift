@@ -29,6 +29,18 @@ public final class StoreTransaction: StoreReader {
     /// earlier commits, and raised by this transaction's fold check; the store keeps it once
     /// this transaction commits.
     var knownOldestEpoch: Int64 = 0
+    /// The store's lease epoch as this transaction knows it without asking: carried over from
+    /// the handle's last commit when SQLite's data version says nothing changed the store since
+    /// (``SharedStore/KnownLeaseEpoch``), or learnt by this transaction (read once, or recorded).
+    var knownLeaseEpoch: Int64?
+
+    /// The store's lease epoch now: from memory when this transaction knows it, else read (once).
+    func currentLeaseEpoch() throws -> Int64 {
+        if let knownLeaseEpoch { return knownLeaseEpoch }
+        let epoch = try leaseEpoch()
+        knownLeaseEpoch = epoch
+        return epoch
+    }
 
     /// Bumps the change sequence and appends this commit to the commit log (who committed,
     /// under which epoch), keeping the newest ``CommitRecord/retained`` rows (trimmed once every
@@ -40,12 +52,8 @@ public final class StoreTransaction: StoreReader {
         let sequence =
             try Int64.fetchOne(cached("UPDATE change_sequence SET seq = seq + 1 WHERE id = 1 RETURNING seq"))
             ?? 0
-        try cached(
-            """
-            INSERT INTO commit_log (seq, epoch, fencedEpoch, pid, at)
-            VALUES (?, (SELECT epoch FROM lease WHERE id = 1), ?, ?, ?)
-            """
-        ).execute(arguments: [sequence, epoch, getpid(), now])
+        try cached("INSERT INTO commit_log (seq, epoch, fencedEpoch, pid, at) VALUES (?, ?, ?, ?, ?)")
+            .execute(arguments: [sequence, try currentLeaseEpoch(), epoch, getpid(), now])
         if sequence % CommitRecord.trimInterval == 0 {
             try cached("DELETE FROM commit_log WHERE seq <= ?").execute(
                 arguments: [sequence - CommitRecord.retained])

@@ -82,6 +82,7 @@ extension StoreTransaction {
         _ epoch: Int64, name: String, pid: Int32, acquired: Int64, closing: LeaseClosing
     ) throws {
         try cached("UPDATE lease SET epoch = ? WHERE id = 1").execute(arguments: [epoch])
+        knownLeaseEpoch = epoch
         try cached(
             "UPDATE lease_history SET released = ?, releaseKind = ? WHERE epoch = ? AND released IS NULL"
         ).execute(arguments: [min(closing.at, acquired), closing.kind.rawValue, closing.epoch])
