@@ -186,7 +186,29 @@ struct TakeoverWatchTests {
             valid.replacingOccurrences(of: "baton-lease", with: "baton-leases"),
         ] {
             #expect(HeartbeatRecord(parsing: junk) == nil, "\(junk)")
+            #expect(HeartbeatRecord(parsing: Array(junk.utf8)) == nil, "\(junk)")
         }
+        // The bytes read from a lock file parse as their text does.
+        for line in [record.line, taker.line, widest.line, valid, exact.line, "  " + valid + "\t\r\n", ""] {
+            #expect(HeartbeatRecord(parsing: Array(line.utf8)) == HeartbeatRecord(parsing: line), "\(line)")
+        }
+        let signs = ["pid=+1", "epoch=-2", "beat=+3", "term=4", "released=-0", "close=-1:+2:r"]
+        let signed =
+            "baton-lease "
+            + signs.joined(separator: " ").replacingOccurrences(of: "term=4", with: "term=4 from=0")
+        #expect(HeartbeatRecord(parsing: Array(signed.utf8)) == HeartbeatRecord(parsing: signed))
+        #expect(HeartbeatRecord(parsing: signed)?.epoch == -2)
+        for overflow in [
+            "epoch=9223372036854775808", "beat=18446744073709551616", "beat=-1", "epoch=", "epoch=+",
+        ] {
+            let line = valid.replacingOccurrences(
+                of: overflow.hasPrefix("beat") ? "beat=3" : "epoch=2", with: overflow)
+            #expect(HeartbeatRecord(parsing: line) == nil, "\(line)")
+        }
+        #expect(
+            HeartbeatRecord(
+                parsing: valid.replacingOccurrences(of: "epoch=2", with: "epoch=-9223372036854775808"))?.epoch
+                == .min)
     }
 }
 

@@ -60,13 +60,14 @@ public struct HeartbeatRecord: Sendable, Hashable {
         }
         func number<T: BinaryInteger>(_ value: T) {
             if value < 0 { out.append(UInt8(ascii: "-")) }
+            // Least significant digit first, then turned around in place (no array per number).
+            let first = out.count
             var magnitude = value.magnitude
-            var digits: [UInt8] = []
             repeat {
-                digits.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+                out.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
                 magnitude /= 10
             } while magnitude > 0
-            out.append(contentsOf: digits.reversed())
+            out[first...].reverse()
         }
         text("baton-lease pid=")
         number(pid)
@@ -98,10 +99,16 @@ public struct HeartbeatRecord: Sendable, Hashable {
     }
 
     /// Parses ``line``; nil for anything else (an empty file, a pid written by an older Baton).
-    /// Read by every waiter at every look at the holder, so it works on the bytes.
     public init?(parsing text: String) {
         var text = text
         guard let parsed = text.withUTF8({ Self.parse($0) }) else { return nil }
+        self = parsed
+    }
+
+    /// Parses ``bytes``, as ``init(parsing:)-(String)`` parses the line: read by every new holder
+    /// and at every look at the holder, so it works on the bytes read, without decoding a string.
+    public init?(parsing bytes: [UInt8]) {
+        guard let parsed = bytes.withUnsafeBufferPointer({ Self.parse($0) }) else { return nil }
         self = parsed
     }
 
@@ -110,7 +117,15 @@ public struct HeartbeatRecord: Sendable, Hashable {
         fields.reserveCapacity(8)
         var start: Int?
         for index in 0...bytes.count {
-            let isSpace = index == bytes.count || [0x20, 0x0A, 0x09, 0x0D].contains(bytes[index])
+            let isSpace: Bool
+            if index == bytes.count {
+                isSpace = true
+            } else {
+                switch bytes[index] {
+                case 0x20, 0x0A, 0x09, 0x0D: isSpace = true
+                default: isSpace = false
+                }
+            }
             if isSpace, let begun = start {
                 guard fields.count < 8 else { return nil }
                 fields.append(bytes[begun..<index])
@@ -133,12 +148,11 @@ public struct HeartbeatRecord: Sendable, Hashable {
             return field[(position + 1)...]
         }
         func integer(_ digits: Slice<UnsafeBufferPointer<UInt8>>?) -> Int64? {
-            guard let digits else { return nil }
-            return Int64(Substring(decoding: digits, as: UTF8.self))
+            digits.flatMap { Self.decimal($0) }
         }
         guard let pid = integer(value(1, "pid")).flatMap({ Int32(exactly: $0) }),
             let epoch = integer(value(2, "epoch")),
-            let beat = value(3, "beat").flatMap({ UInt64(Substring(decoding: $0, as: UTF8.self)) }),
+            let beat = value(3, "beat").flatMap({ Self.decimal($0) as UInt64? }),
             let term = integer(value(4, "term")),
             let from = integer(value(5, "from")),
             let released = integer(value(6, "released")),
@@ -159,9 +173,36 @@ public struct HeartbeatRecord: Sendable, Hashable {
             closing: closing)
     }
 
+    /// A decimal integer as `T(_ text:)` reads one (an optional sign, then digits), straight
+    /// from the bytes; nil when it is not one, or does not fit.
+    private static func decimal<T: FixedWidthInteger>(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> T? {
+        var position = bytes.startIndex
+        var negative = false
+        if position < bytes.endIndex,
+            bytes[position] == UInt8(ascii: "-") || bytes[position] == UInt8(ascii: "+")
+        {
+            negative = bytes[position] == UInt8(ascii: "-")
+            position += 1
+        }
+        guard position < bytes.endIndex else { return nil }
+        var value: T = 0
+        while position < bytes.endIndex {
+            let digit = bytes[position] &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (next, overflow2) =
+                negative
+                ? times10.subtractingReportingOverflow(T(digit)) : times10.addingReportingOverflow(T(digit))
+            guard !overflow1, !overflow2 else { return nil }
+            value = next
+            position += 1
+        }
+        return value
+    }
+
     /// The record in the lock file at `path`, nil when there is none or it does not parse.
     public static func read(at path: String) -> HeartbeatRecord? {
-        FileLock.recorded(at: path).flatMap { HeartbeatRecord(parsing: $0) }
+        FileLock.recordedBytes(at: path).flatMap { HeartbeatRecord(parsing: $0) }
     }
 
     /// How the interval of `storeEpoch` (the store's current epoch, whose holder wrote this

@@ -88,21 +88,34 @@ public final class FileLock: Sendable {
 
     /// What this lock's file says (see ``record(_:)``), at most 256 bytes; nil when empty.
     public func recorded() -> String? {
-        var buffer = [UInt8](repeating: 0, count: 256)
-        let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-        guard count > 0 else { return nil }
-        return String(decoding: buffer[0..<count], as: UTF8.self)
+        recordedBytes().map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// ``recorded()``'s bytes, undecoded (a new holder reads the last record on every turn).
+    public func recordedBytes() -> [UInt8]? {
+        Self.readRecord(from: fd)
     }
 
     /// What the lock file at `path` says (see ``record(_:)``), at most 256 bytes.
     public static func recorded(at path: String) -> String? {
+        recordedBytes(at: path).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// ``recorded(at:)``'s bytes, undecoded.
+    public static func recordedBytes(at path: String) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
+        return readRecord(from: fd)
+    }
+
+    /// The first 256 bytes of `fd`'s file (one `pread` at offset 0); nil when empty or unreadable.
+    private static func readRecord(from fd: Int32) -> [UInt8]? {
         var buffer = [UInt8](repeating: 0, count: 256)
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
         guard count > 0 else { return nil }
-        return String(decoding: buffer[0..<count], as: UTF8.self)
+        buffer.removeLast(buffer.count - count)
+        return buffer
     }
 
     /// Whether `path` still names the file this lock holds (not deleted, renamed or replaced).
