@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs the contention bench's workers by hand, for a profiler to wrap: 8 `baton bench-worker`
+# processes of one mode (lease, bounded, busy or floor) on a fresh shared directory, all at
+# once, then the total writes and the rate over the slowest worker's time. BENCHMARKS.md's
+# per-turn figures come from it, e.g.
+#   perf stat -a -e context-switches,'syscalls:sys_enter_pwrite64' -- Scripts/probes/contention.sh lease
+#   perf record -F 4000 -g -a -- Scripts/probes/contention.sh floor
+# usage: Scripts/probes/contention.sh MODE [PROCESSES] [WRITES]   (defaults 8, 1000; BATON= the binary)
+set -euo pipefail
+mode=${1:?usage: contention.sh lease|bounded|busy|floor [PROCESSES] [WRITES]}
+processes=${2:-8}
+writes=${3:-1000}
+here=$(cd "$(dirname "$0")/../.." && pwd)
+baton=${BATON:-$here/.build/release/baton}
+[ -x "$baton" ] || { echo "contention.sh: no $baton; run: swift build -c release --product baton" >&2; exit 1; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+"$baton" store init --dir "$dir" >/dev/null
+"$baton" store soup create --dir "$dir" writes >/dev/null
+pids=()
+for i in $(seq 0 $((processes - 1))); do
+    "$baton" bench-worker --mode "$mode" --dir "$dir" --writes "$writes" --name "w$i" >"$dir/out$i" 2>"$dir/err$i" &
+    pids+=($!)
+done
+failed=0
+for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+python3 - "$dir" "$processes" "$mode" <<'PY'
+import json, sys
+directory, processes, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+writes, errors, elapsed = 0, 0, []
+for i in range(processes):
+    result = json.loads(open(f"{directory}/out{i}").read().strip().splitlines()[-1])
+    writes += result["writes"]
+    errors += result["errors"]
+    elapsed.append(result["elapsedMs"])
+print(f"{mode}: {writes} writes, {errors} errors, {writes / (max(elapsed) / 1000):.0f} writes/s over the slowest worker's {max(elapsed):.0f} ms")
+PY
+exit $failed
