@@ -26,15 +26,22 @@ struct KnownLeaseEpochTests {
         }
     }
 
+    /// A store with a soup `s`, and a second connection to it, as another process would have.
+    func storeAndOtherConnection() throws -> (fixture: StoreFixture, other: UnfencedStore) {
+        let fixture = try StoreFixture()
+        try fixture.unfenced.registerSoup("s", indexSpecs: [])
+        return (
+            fixture, try UnfencedStore.open(directory: fixture.store.directory, logger: Logger(label: "test"))
+        )
+    }
+
     @Test("a holding's writes query the epoch only after another connection changed the store")
     func queriedOnlyAfterAChange() throws {
-        let fixture = try StoreFixture()
+        let (fixture, other) = try storeAndOtherConnection()
         let store = fixture.store
-        try fixture.unfenced.registerSoup("s", indexSpecs: [])
         let queries = EpochQueries(store)
         let fence = LeaseRecordTests.fence(store, 1, over: 0)
-        // Another connection (as another process) commits before the holding's first write.
-        let other = try UnfencedStore.open(directory: store.directory, logger: Logger(label: "test"))
+        // The other connection commits before the holding's first write.
         try other.write { try $0.upsert(["b": 1], into: "s") }
 
         // The first write reads the epoch to record the holding; the next ones know it.
@@ -64,10 +71,8 @@ struct KnownLeaseEpochTests {
 
     @Test("a takeover by another connection is seen by every later write, never from memory")
     func takeoverBetweenWrites() throws {
-        let fixture = try StoreFixture()
+        let (fixture, other) = try storeAndOtherConnection()
         let store = fixture.store
-        try fixture.unfenced.registerSoup("s", indexSpecs: [])
-        let other = try UnfencedStore.open(directory: store.directory, logger: Logger(label: "test"))
         var epoch: Int64 = 0
         var stale: [LeaseFence] = []
         // Holdings alternate between the two connections; each one's earlier fences must fail.
@@ -93,10 +98,8 @@ struct KnownLeaseEpochTests {
         "inside a transaction, the data version is the one read after the connection's last commit until another connection commits"
     )
     func dataVersionMoves() throws {
-        let fixture = try StoreFixture()
+        let (fixture, other) = try storeAndOtherConnection()
         let store = fixture.store
-        try fixture.unfenced.registerSoup("s", indexSpecs: [])
-        let other = try UnfencedStore.open(directory: store.directory, logger: Logger(label: "test"))
         var written: Int64 = 0
         /// A commit on the store's write connection, and the data version read right after it.
         func commit() throws -> UInt32? {
