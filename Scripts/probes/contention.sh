@@ -7,7 +7,12 @@
 #   perf record -F 4000 -g -a -- Scripts/probes/contention.sh floor
 # usage: Scripts/probes/contention.sh MODE [PROCESSES] [WRITES]   (defaults 8, 1000; BATON= the binary)
 set -euo pipefail
-mode=${1:?usage: contention.sh lease|bounded|busy|floor [PROCESSES] [WRITES]}
+usage="usage: Scripts/probes/contention.sh lease|bounded|busy|floor [PROCESSES] [WRITES]"
+mode=${1:-}
+case "$mode" in
+    lease | bounded | busy | floor) ;;
+    *) echo "$usage" >&2; exit 2 ;;
+esac
 processes=${2:-8}
 writes=${3:-1000}
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,6 +29,11 @@ for i in $(seq 0 $((processes - 1))); do
 done
 failed=0
 for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+if ((failed)); then
+    echo "contention.sh: a worker failed:" >&2
+    cat "$dir"/err* >&2
+    exit 1
+fi
 python3 - "$dir" "$processes" "$mode" <<'PY'
 import json, sys
 directory, processes, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -35,4 +45,3 @@ for i in range(processes):
     elapsed.append(result["elapsedMs"])
 print(f"{mode}: {writes} writes, {errors} errors, {writes / (max(elapsed) / 1000):.0f} writes/s over the slowest worker's {max(elapsed):.0f} ms")
 PY
-exit $failed

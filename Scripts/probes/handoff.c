@@ -49,6 +49,10 @@ int main(int argc, char **argv) {
     }
     int useFlock = !strcmp(argv[1], "flock");
     int processes = atoi(argv[2]), turns = atoi(argv[3]), critical = atoi(argv[4]), pause = atoi(argv[5]);
+    if (processes < 1 || turns < 1 || critical < 0 || pause < 0) {
+        fprintf(stderr, "%s: PROCESSES and TURNS must be at least 1, CRITICAL_US and PAUSE_US at least 0\n", argv[0]);
+        return 2;
+    }
     char path[] = "/tmp/baton-handoff-XXXXXX";
     int made = mkstemp(path);
     if (made < 0) { perror("mkstemp"); return 1; }

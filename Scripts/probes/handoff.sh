@@ -9,6 +9,9 @@ trap 'rm -rf "$out"' EXIT
 cc -O2 -o "$out/handoff" "$here/handoff.c"
 if [ $# -eq 0 ]; then set -- 100 300; fi
 for critical in "$@"; do
+    [[ $critical =~ ^[0-9]+$ ]] || { echo "usage: Scripts/probes/handoff.sh [CRITICAL_US ...] (whole microseconds)" >&2; exit 2; }
+done
+for critical in "$@"; do
     for round in 1 2; do
         for mode in flock ticket; do
             printf 'critical %s us, round %s: ' "$critical" "$round"
