@@ -120,6 +120,51 @@ extension HeavyEndToEnd {
             #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
         }
 
+        @Test("with a save grace of 0, a stop ends the page save it waits for at once; every record arrives")
+        func saveGraceZero() async throws {
+            let f = try await CoordinatorFixture(records: 5_000)
+            try await f.client.adminSetFaults(["latencyMs": 30])
+            // A stop deadline far past the test: the page ends by the grace, never by an interrupt.
+            try await f.start(
+                "host", role: "host", lifecycle: "foreground", batchSize: 1000,
+                extra: ["--save-grace", "0", "--stop-deadline", "60"])
+            #expect(try await f.wait(["--writer", "host"]))
+            try await f.waitForLog("host", "a saved page") { log in
+                log.contains {
+                    $0["event"] == "sync" && $0["status"] == "running" && ($0["progress"]?.intValue ?? 0) > 0
+                }
+            }
+            // The next page's save waits for SQLite's lock, held from outside, when the host
+            // goes to the background; the lock is let go once the stop has ended that save.
+            let lock = try ForeignWriteLock(path: f.dir + "/store.sqlite")
+            let requests = f.server.server.requestCount
+            guard try await f.nextRequestOrDone(after: requests) else {
+                lock.release()
+                Issue.record("the sync finished before a page save could be held")
+                return
+            }
+            let saved = f.events("host", "sync").last { ($0["progress"]?.intValue ?? 0) > 0 }?["progress"]
+            try await f.signal("host", "background")
+            try await f.waitForLog("host", "the page save ended by the grace") { log in
+                log.contains { $0["event"] == "stop.grace" }
+            }
+            lock.release()
+            #expect(try await f.wait(["--no-writer"]))
+            #expect(f.events("host", "stop.deadline").isEmpty)
+            // Nothing of the page cut before its first record: the sync stopped where it was.
+            let stopped = f.events("host", "sync").last
+            #expect(stopped?["status"] == "stopped")
+            #expect(stopped?["progress"] == saved)
+            try await f.signal("host", "foreground")
+            #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
+            let (missing, extra, local) = try await f.compareStoreWithServer()
+            #expect(
+                missing == 0 && extra == 0 && local == 5_000, "missing \(missing), extra \(extra), \(local)")
+            try await f.finish()
+            let check = try await BatonProcess.run(["lease", "check", "--dir", f.dir, "--strict"])
+            #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
+        }
+
         @Test("a full disk fails page commits for a while; the participant retries and finishes by itself")
         func fullDisk() async throws {
             let f = try await CoordinatorFixture(records: 20_000)

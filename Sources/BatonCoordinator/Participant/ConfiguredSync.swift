@@ -38,6 +38,12 @@ public struct ParticipantConfiguration: Sendable {
     public var initialLifecycle: Lifecycle?
     /// How long a stop may take before the statement in flight is interrupted.
     public var stopDeadline: Duration
+    /// How long a stop lets a page being saved run on before it ends the save at the next
+    /// record (``SyncManager/endPageSaveEarly()``): a sorted sync keeps the records saved so
+    /// far, and its restart fetches the rest of the page again. `nil` (the default) finishes the
+    /// page, as Mobile Sync does, within ``stopDeadline``. A short grace hands the lease over
+    /// sooner for up to one more page fetched again.
+    public var saveGrace: Duration?
     /// While writer, a configured sync that fails is run again after this delay, doubling on
     /// each failure in a row up to ``maxRetryDelay``; `nil` never retries.
     public var retryDelay: Duration?
@@ -54,7 +60,7 @@ public struct ParticipantConfiguration: Sendable {
     public init(
         name: String, role: ParticipantRole, priority: Int? = nil, syncs: [ConfiguredSync] = [],
         soups: [SoupSpec] = [], initialLifecycle: Lifecycle? = nil,
-        stopDeadline: Duration = .seconds(5),
+        stopDeadline: Duration = .seconds(5), saveGrace: Duration? = nil,
         retryDelay: Duration? = .milliseconds(500),
         maxRetryDelay: Duration = .seconds(30),
         leaseTerm: Duration = .seconds(2),
@@ -67,6 +73,7 @@ public struct ParticipantConfiguration: Sendable {
         self.soups = soups
         self.initialLifecycle = initialLifecycle
         self.stopDeadline = stopDeadline
+        self.saveGrace = saveGrace
         self.retryDelay = retryDelay
         self.maxRetryDelay = maxRetryDelay
         self.leaseTerm = leaseTerm

@@ -303,12 +303,21 @@ extension Participant {
         // state with a record and a publish only: never an exit, never another stop.
         let ended = await feed(.managerState(await manager.state))
         assert(!ended, "a manager state ended the participant")
-        // Past the deadline, interrupt the SQLite statement in flight (its page rolls back) and
-        // abandon a wait for a lock held elsewhere, so the stop completes; the watchdog is
-        // cancelled as soon as the stop is done.
-        let (store, log, deadline) = (self.store, self.log, configuration.stopDeadline)
+        // Past the save grace, end the page being saved at its next record (what it saved
+        // stays). Past the deadline, interrupt the SQLite statement in flight (its page rolls
+        // back) and abandon a wait for a lock held elsewhere, so the stop completes. The
+        // watchdog is cancelled as soon as the stop is done.
+        let (store, log, manager, deadline) = (self.store, self.log, self.manager, configuration.stopDeadline)
+        let grace = configuration.saveGrace.map { min($0, deadline) }
+        if grace == .zero, await manager.endPageSaveEarly() {
+            log.log("stop.grace", ["action": "endPageSave"])
+        }
         let watchdog = Task {
-            try await Task.sleep(for: deadline)
+            if let grace, grace > .zero {
+                try await Task.sleep(for: grace)
+                if await manager.endPageSaveEarly() { log.log("stop.grace", ["action": "endPageSave"]) }
+            }
+            try await Task.sleep(for: deadline - (grace ?? .zero))
             log.log("stop.deadline", ["action": "interrupt"])
             store.interrupt()
         }

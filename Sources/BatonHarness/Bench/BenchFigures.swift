@@ -48,13 +48,17 @@ struct BenchFigures: Encodable {
         }
     }
 
-    /// A latency and a second one of the same trials (`inFlight`, `firstPage`): p50s and tails.
+    /// A latency and others of the same trials (`inFlight`, `firstPage`): p50s and tails.
     /// A p99 needs 100 samples or more; of fewer, the tail is the maximum and is named so
     /// (`maxMs`, `inFlightMaxMs`).
     struct Latencies: Encodable {
         var main: [Double]
-        var secondName: String
-        var second: [Double]
+        var others: [(name: String, values: [Double])]
+
+        init(main: [Double], others: [(name: String, values: [Double])]) {
+            self.main = main
+            self.others = others
+        }
 
         struct Key: CodingKey {
             var stringValue: String
@@ -74,7 +78,7 @@ struct BenchFigures: Encodable {
                     round(BenchStats.percentile(values, 99)), forKey: Key(stringValue: tailKey))
             }
             try put("", main)
-            try put(secondName, second)
+            for other in others { try put(other.name, other.values) }
             try container.encode(main.count, forKey: Key(stringValue: "trials"))
         }
     }

@@ -14,23 +14,38 @@ struct LifecycleBench {
     struct Result {
         var stopMs: [Double]
         var inFlightStopMs: [Double]
+        /// With a request in flight and a save grace of 0: the page being saved ends at once.
+        var inFlightCutStopMs: [Double]
         var handoverMs: [Double]
         var firstPageMs: [Double]
+    }
+
+    /// What the stop trial holds while it signals.
+    enum StopCase: CaseIterable {
+        /// Nothing held: the sync is fetching or saving pages at full speed.
+        case plain
+        /// A page request held by the server (the page before it is being saved); that page
+        /// is finished, the default.
+        case inFlight
+        /// As `inFlight`, with a save grace of 0: the save ends at its next record.
+        case inFlightCut
     }
 
     static func run(_ env: BenchEnvironment, trials: Int) async throws -> Result {
         try await env.reseed(20_000, bytes: 200)
         try await env.client.adminSetFaults(["latencyMs": 10])
-        var result = Result(stopMs: [], inFlightStopMs: [], handoverMs: [], firstPageMs: [])
+        var result = Result(
+            stopMs: [], inFlightStopMs: [], inFlightCutStopMs: [], handoverMs: [], firstPageMs: [])
         for trial in 0..<trials {
-            for inFlight in [false, true] {
+            for stopCase in StopCase.allCases {
                 let shared = try env.freshDirectory()
-                try await withParticipants(env, shared, names: ["host"]) { _ in
+                let grace: Duration? = stopCase == .inFlightCut ? .zero : nil
+                try await withParticipants(env, shared, names: ["host"], saveGrace: grace) { _ in
                     try LifecycleSignal.write(.foreground, directory: shared, name: "host")
                     try await waitForLog(shared, "host") {
                         $0["event"] == "sync" && ($0["progress"]?.intValue ?? 0) > 0
                     }
-                    if inFlight {
+                    if stopCase != .plain {
                         try await env.client.adminSetFaults(["latencyMs": 3_000])
                         let held = env.server.server.requestCount + 2
                         await env.server.server.waitForRequests(held)
@@ -39,7 +54,11 @@ struct LifecycleBench {
                     try LifecycleSignal.write(.background, directory: shared, name: "host")
                     let released = try await waitForLog(shared, "host") { $0["event"] == "lease.released" }
                     let ms = (released["t"]?.doubleValue ?? signalled) - signalled
-                    if inFlight { result.inFlightStopMs.append(ms) } else { result.stopMs.append(ms) }
+                    switch stopCase {
+                    case .plain: result.stopMs.append(ms)
+                    case .inFlight: result.inFlightStopMs.append(ms)
+                    case .inFlightCut: result.inFlightCutStopMs.append(ms)
+                    }
                 }
                 try await env.client.adminSetFaults(["latencyMs": 10])
             }
@@ -71,7 +90,7 @@ struct LifecycleBench {
 
     /// Runs participants (host first) in this process for the body, then shuts them down.
     static func withParticipants(
-        _ env: BenchEnvironment, _ shared: SharedDirectory, names: [String],
+        _ env: BenchEnvironment, _ shared: SharedDirectory, names: [String], saveGrace: Duration? = nil,
         _ body: ([Participant]) async throws -> Void
     ) async throws {
         var participants: [Participant] = []
@@ -81,7 +100,7 @@ struct LifecycleBench {
             let configuration = ParticipantConfiguration(
                 name: name, role: name == "host" ? .host : .appExtension,
                 syncs: [.down(name: "accounts", soup: "accounts", target: target, options: SyncOptions())],
-                initialLifecycle: .background)
+                initialLifecycle: .background, saveGrace: saveGrace)
             participants.append(
                 try Participant(
                     configuration: configuration, directory: shared, store: store, manager: manager,

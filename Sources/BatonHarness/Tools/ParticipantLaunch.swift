@@ -20,6 +20,8 @@ public struct ParticipantLaunch: Sendable {
     /// Seconds, as the command line gives them.
     public var retryDelay: Double = 0.5
     public var stopDeadline: Double = 5
+    /// Seconds a stop lets a page being saved run on; nil finishes the page.
+    public var saveGrace: Double?
     public var leaseTerm: Double = 2
     public var busyTimeout: Double = 10
     /// Bytes at which the participant's log rotates.
@@ -53,6 +55,7 @@ public struct ParticipantLaunch: Sendable {
             }
         }
         guard stopDeadline > 0 else { throw CLIError(message: "--stop-deadline must be positive") }
+        if let saveGrace { try within(saveGrace, 0...3600, "--save-grace") }
         try within(leaseTerm, 0.1...3600, "--lease-term")
         try within(busyTimeout, 0...3600, "--busy-timeout")
         try within(retryDelay, 0...3600, "--retry-delay")
@@ -86,6 +89,7 @@ public struct ParticipantLaunch: Sendable {
             configuration: ParticipantConfiguration(
                 name: name, role: role, priority: priority, syncs: syncs, initialLifecycle: initialLifecycle,
                 stopDeadline: .milliseconds(Int(stopDeadline * 1000)),
+                saveGrace: saveGrace.map { .microseconds(Int64($0 * 1_000_000)) },
                 retryDelay: retryDelay > 0 ? .milliseconds(Int(retryDelay * 1000)) : nil,
                 leaseTerm: .milliseconds(Int(leaseTerm * 1000)), logLimit: logLimit),
             directory: store.directory, store: store, manager: manager, logger: logger)

@@ -5,7 +5,10 @@ extension SyncManager {
     /// maxTimeStamp) in one short write transaction, so a stop or a kill loses at most the page
     /// in flight. The next page is fetched while the current one is saved (network and store
     /// overlap); a stop cancels that fetch, and the page it was getting is simply missing, to be
-    /// fetched by the restart.
+    /// fetched by the restart. A page being saved when a stop lands is finished, unless
+    /// ``endPageSaveEarly()`` ends it at the next record: a sorted page then commits the records
+    /// saved so far with the time stamp of the last of them, so nothing saved is fetched again
+    /// beyond the records sharing that stamp.
     ///
     /// `state` only ever holds what committed: each page's successor state is built aside and
     /// taken on once its save commits. A failed save (stop deadline, full disk, I/O error, a
@@ -45,9 +48,26 @@ extension SyncManager {
             // Leaving the loop by a throw cancels (and awaits) this fetch.
             let current = page
             async let following = target.continueFetch(after: current)
-            try await savePage(
-                current.records, state: next, idField: target.idFieldName, children: target.childrenSoup)
-            state = next
+            let (before, resumeStamp, committedProgress) = (fetched, newest, state.progress)
+            let saved = try await savePage(
+                current.records, idField: target.idFieldName, children: target.childrenSoup
+            ) { [next] count in
+                // The save was ended early (a stop in a hurry). A sorted page keeps the records saved so far and
+                // resumes after them: every record still to come has a time stamp at least as
+                // late. An unsorted run keeps nothing of the page: its restart starts over.
+                guard count < current.records.count else { return next }
+                guard sorted, count > 0 else { return nil }
+                var partial = next
+                partial.maxTimeStamp = Self.sortedWatermark(
+                    current.records[..<count], after: resumeStamp, before: highWater, target: target)
+                partial.progress = committedProgress
+                if before + count < next.totalSize {
+                    partial.progress = (before + count) * 100 / next.totalSize
+                }
+                return partial
+            }
+            state = saved.state
+            guard saved.records == current.records.count else { throw SyncInterrupted() }
             newest = pageNewest
             newestInOrder = Self.newestTimeStamp(
                 current.records, after: newestInOrder, atMost: highWater, target: target)
@@ -92,7 +112,8 @@ extension SyncManager {
     /// bound is strict because a server that stamps in coarse steps (Salesforce's seconds) may
     /// give a later modification the same stamp as `highWater`.
     static func sortedWatermark(
-        _ records: [JSONObject], after newest: Int64, before highWater: Int64, target: any SyncDownTarget
+        _ records: some BidirectionalCollection<JSONObject>, after newest: Int64, before highWater: Int64,
+        target: any SyncDownTarget
     ) -> Int64 {
         for record in records.reversed() {
             if let stamp = target.modificationTimeStamp(of: record), stamp < highWater {
@@ -100,63 +121,6 @@ extension SyncManager {
             }
         }
         return newest
-    }
-
-    /// Upserts a page by server id (clearing local flags, stamping the sync id) and saves the
-    /// sync's state, in one fenced transaction. Under `leaveIfChanged`, locally modified records
-    /// are left alone. With `children`, each record is a parent holding its children: they go
-    /// to their own soup with the parent's id, and a tree with anything dirty is left whole.
-    func savePage(
-        _ records: [JSONObject], state: SyncState, idField: String, children: ChildrenSoup? = nil
-    ) async throws {
-        let row = state.row
-        let soup = state.soupName
-        let syncId = state.id
-        let leaveIfChanged = state.mergeMode == .leaveIfChanged
-        let access = try writer()
-        // A page that arrived is saved even if a stop lands meanwhile: the write runs in a task
-        // of its own (awaited, so still in order) that the stop's cancellation does not reach;
-        // the stop is seen at the next check. Only the page in flight is ever lost.
-        try await Task.detached {
-            try await access.write { transaction in
-                for record in records {
-                    guard let serverId = record[idField], !serverId.isNull else { continue }
-                    if leaveIfChanged,
-                        let existing = try transaction.entry(where: idField, equals: serverId, in: soup),
-                        LocalFlags.isDirty(existing.record)
-                    {
-                        continue
-                    }
-                    guard let children else {
-                        try transaction.upsertClean(
-                            record, syncId: syncId, into: soup, externalIdPath: idField)
-                        continue
-                    }
-                    if leaveIfChanged,
-                        try transaction.query(
-                            SoupQuery(where: [.exact(children.parentIdFieldName, serverId)]),
-                            in: children.soupName
-                        ).contains(where: { LocalFlags.isDirty($0.record) })
-                    {
-                        continue
-                    }
-                    var parent = record
-                    parent[children.relationshipKey] = nil
-                    try transaction.upsertClean(parent, syncId: syncId, into: soup, externalIdPath: idField)
-                    for child in record[children.relationshipKey]?.arrayValue ?? [] {
-                        guard var child = child.objectValue, child[children.idFieldName]?.isNull == false
-                        else {
-                            continue
-                        }
-                        child[children.parentIdFieldName] = serverId
-                        try transaction.upsertClean(
-                            child, syncId: syncId, into: children.soupName,
-                            externalIdPath: children.idFieldName)
-                    }
-                }
-                try transaction.updateSyncState(row)
-            }
-        }.value
     }
 
     /// Fetches every remote id of the target's query (checking for a stop on every page), then

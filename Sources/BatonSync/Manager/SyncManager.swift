@@ -63,6 +63,8 @@ public actor SyncManager {
     var observer: (@Sendable (SyncState) -> Void)?
     /// Batches of queued syncs a stop is still marking `stopped` (they count as active work).
     var finishingQueued = 0
+    /// Raised by ``endPageSaveEarly()`` to end the page being saved at its next record.
+    var pageSaveCut: StopFlag?
     let broadcaster = Broadcaster<SyncState>(buffering: 1024)
     nonisolated let wakeups: AsyncStream<Void>
     nonisolated let wake: AsyncStream<Void>.Continuation

@@ -14,4 +14,6 @@ public enum SyncUpdateAction: Sendable, Hashable {
 public typealias SyncUpdateBlock = @Sendable (SyncState) -> SyncUpdateAction
 
 /// Thrown at a check when a stop (or a listener's cancel) was requested.
-struct SyncInterrupted: Error {}
+package struct SyncInterrupted: Error {
+    package init() {}
+}

@@ -74,6 +74,12 @@ struct ParticipantCommand: AsyncParsableCommand {
         help: "Seconds a stop may take before the SQLite statement in flight is interrupted.")
     var stopDeadline: Double = 5
     @Option(
+        name: .customLong("save-grace"),
+        help:
+            "Seconds a stop lets the page being saved run on before it ends the save at the next record: a sorted sync keeps what it saved and its restart fetches the rest of the page again. 0 hands the lease over without waiting for a save; by default the page is finished (within --stop-deadline)."
+    )
+    var saveGrace: Double?
+    @Option(
         name: .customLong("lease-term"),
         help:
             "Seconds of the writer lease's term: the writer renews its heartbeat every quarter term, and a writer silent for a whole term (frozen by SIGSTOP or a freezer, or hung) is taken over by a waiting participant."
@@ -125,6 +131,7 @@ struct ParticipantCommand: AsyncParsableCommand {
         launch.initialLifecycle = lifecycle.flatMap(Lifecycle.init(rawValue:))
         launch.retryDelay = retryDelay
         launch.stopDeadline = stopDeadline
+        launch.saveGrace = saveGrace
         launch.leaseTerm = leaseTerm
         launch.busyTimeout = busyTimeout
         launch.logLimit = ByteCount.parse(logLimit) ?? ParticipantLog.defaultLimit

@@ -1,0 +1,146 @@
+import BatonStore
+import Synchronization
+
+extension SyncManager {
+    /// What a page's save committed: how many of its records (all of them unless a stop landed
+    /// during the save) and the sync's state saved with them.
+    package struct SavedPage: Sendable {
+        package var records: Int
+        package var state: SyncState
+    }
+
+    /// Upserts a page by server id (clearing local flags, stamping the sync id) and saves the
+    /// sync's state, in one fenced transaction; see ``writePage(_:_:in:interrupted:stateAfter:)``.
+    ///
+    /// The write runs in a task of its own (awaited, so still in order) that a stop's
+    /// cancellation does not reach: a page that arrived is saved even if a stop lands meanwhile,
+    /// and the stop is seen at the next check. ``endPageSaveEarly()`` raises a flag the write
+    /// reads before each record: the page then ends there, with the state `stateAfter(n)` gives
+    /// for the `n` records saved so far, or with nothing of the page when it gives none.
+    func savePage(
+        _ records: [JSONObject], idField: String, children: ChildrenSoup?,
+        stateAfter: @escaping @Sendable (Int) -> SyncState?
+    ) async throws -> SavedPage {
+        guard let full = stateAfter(records.count) else {
+            preconditionFailure("a whole page always has a state to save")
+        }
+        let page = PageWrite(
+            soupName: full.soupName, syncId: full.id, leaveIfChanged: full.mergeMode == .leaveIfChanged,
+            idField: idField, children: children)
+        let access = try writer()
+        let cut = StopFlag()
+        pageSaveCut = cut
+        defer { pageSaveCut = nil }
+        return try await Task.detached {
+            try await access.write { transaction in
+                try Self.writePage(
+                    records, page, in: transaction, interrupted: { cut.isRaised }, stateAfter: stateAfter)
+            }
+        }.value
+    }
+
+    /// Ends the page a sync down is saving at its next record instead of letting it finish, once
+    /// a stop was requested (before that, it does nothing): a sorted sync commits the records
+    /// saved so far with the time stamp of the last of them, an unsorted one keeps nothing of
+    /// the page (its restart starts over anyway). The restart fetches the rest of the page
+    /// again, so this trades refetching up to a page for a stop that does not wait for a save.
+    ///
+    /// - Returns: whether a page was being saved.
+    @discardableResult
+    public func endPageSaveEarly() -> Bool {
+        guard machine.state != .acceptingSyncs, let pageSaveCut else { return false }
+        pageSaveCut.raise()
+        return true
+    }
+
+    /// Where a sync down's page goes and how it is merged.
+    package struct PageWrite: Sendable {
+        package var soupName: String
+        package var syncId: Int64
+        /// Locally modified records (or trees with anything modified) are left alone.
+        package var leaveIfChanged: Bool
+        package var idField: String
+        /// Set when each record is a parent holding its children, which go to their own soup.
+        package var children: ChildrenSoup?
+
+        package init(
+            soupName: String, syncId: Int64, leaveIfChanged: Bool, idField: String, children: ChildrenSoup?
+        ) {
+            self.soupName = soupName
+            self.syncId = syncId
+            self.leaveIfChanged = leaveIfChanged
+            self.idField = idField
+            self.children = children
+        }
+    }
+
+    /// Writes `records` in order, then the sync's state `stateAfter(records.count)`.
+    ///
+    /// Before each record it asks `interrupted()`. Once that says yes, the page ends there: with
+    /// the state `stateAfter(n)` for the `n` records written so far when there is one (they
+    /// commit with it), else by throwing ``SyncInterrupted``, which rolls the whole transaction
+    /// back.
+    package static func writePage(
+        _ records: [JSONObject], _ page: PageWrite, in transaction: StoreTransaction,
+        interrupted: () -> Bool, stateAfter: (Int) -> SyncState?
+    ) throws -> SavedPage {
+        for (index, record) in records.enumerated() {
+            if interrupted() {
+                guard let partial = stateAfter(index) else { throw SyncInterrupted() }
+                try transaction.updateSyncState(partial.row)
+                return SavedPage(records: index, state: partial)
+            }
+            try write(record, page, in: transaction)
+        }
+        guard let full = stateAfter(records.count) else {
+            preconditionFailure("a whole page always has a state to save")
+        }
+        try transaction.updateSyncState(full.row)
+        return SavedPage(records: records.count, state: full)
+    }
+
+    /// Upserts one record of a page (and its children).
+    static func write(_ record: JSONObject, _ page: PageWrite, in transaction: StoreTransaction) throws {
+        let idField = page.idField
+        guard let serverId = record[idField], !serverId.isNull else { return }
+        if page.leaveIfChanged,
+            let existing = try transaction.entry(where: idField, equals: serverId, in: page.soupName),
+            LocalFlags.isDirty(existing.record)
+        {
+            return
+        }
+        guard let children = page.children else {
+            try transaction.upsertClean(
+                record, syncId: page.syncId, into: page.soupName, externalIdPath: idField)
+            return
+        }
+        if page.leaveIfChanged,
+            try transaction.query(
+                SoupQuery(where: [.exact(children.parentIdFieldName, serverId)]), in: children.soupName
+            ).contains(where: { LocalFlags.isDirty($0.record) })
+        {
+            return
+        }
+        var parent = record
+        parent[children.relationshipKey] = nil
+        try transaction.upsertClean(parent, syncId: page.syncId, into: page.soupName, externalIdPath: idField)
+        for child in record[children.relationshipKey]?.arrayValue ?? [] {
+            guard var child = child.objectValue, child[children.idFieldName]?.isNull == false else {
+                continue
+            }
+            child[children.parentIdFieldName] = serverId
+            try transaction.upsertClean(
+                child, syncId: page.syncId, into: children.soupName, externalIdPath: children.idFieldName)
+        }
+    }
+}
+
+/// Raised once, from any thread, to end a page's save early; read by the save before each
+/// record.
+final class StopFlag: Sendable {
+    private let raised = Atomic<Bool>(false)
+
+    func raise() { raised.store(true, ordering: .releasing) }
+
+    var isRaised: Bool { raised.load(ordering: .acquiring) }
+}
