@@ -39,6 +39,18 @@ extension SharedStore {
         }
     }
 
+    /// A passive checkpoint of whatever the WAL holds that is not in the database file yet,
+    /// run once this process's checkpoints are no longer held (the writer lease let go), on
+    /// another thread: for a stop, after which this process may write nothing for a while,
+    /// without making the stop or the next holder wait for the copy and its `fdatasync`s.
+    package func checkpointAfterRelease() {
+        guard !checkpoints.checkpointAtRelease() else { return }
+        DispatchQueue.global(qos: .utility).async { [self] in
+            guard !checkpoints.isHeld else { return }
+            checkpointQuietly()
+        }
+    }
+
     private func checkpointQuietly() {
         do {
             try checkpoint()

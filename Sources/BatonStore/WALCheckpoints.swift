@@ -36,6 +36,8 @@ final class WALCheckpoints: Sendable {
         /// Frames copied back into the database by this process's last checkpoint (0 once the
         /// WAL started over).
         var backfilled: CInt = 0
+        /// The next release that leaves none held checkpoints whatever was added (a stop's).
+        var wantedAtRelease = false
     }
 
     private let state = Locked(State())
@@ -117,18 +119,30 @@ final class WALCheckpoints: Sendable {
     /// Whether checkpoints are held now.
     var isHeld: Bool { state.withLock { $0.holds > 0 } }
 
-    /// Ends one ``hold()``; true when none is left and ``threshold`` frames were added to the
-    /// WAL since it was last copied back.
-    func release() -> Bool {
-        let released = state.withLock { state in
-            state.holds = max(0, state.holds - 1)
-            return state.holds == 0 && state.frames - state.backfilled >= Self.threshold
+    /// Makes the next ``release()`` that leaves none held checkpoint as soon as a single frame
+    /// is not copied back yet; false when nothing is held now (nothing will be released).
+    func checkpointAtRelease() -> Bool {
+        state.withLock { state in
+            guard state.holds > 0 else { return false }
+            state.wantedAtRelease = true
+            return true
         }
-        guard released else { return false }
+    }
+
+    /// Ends one ``hold()``; true when none is left and ``threshold`` frames were added to the
+    /// WAL since it was last copied back (one frame, after ``checkpointAtRelease()``).
+    func release() -> Bool {
+        let least = state.withLock { state -> CInt? in
+            state.holds = max(0, state.holds - 1)
+            guard state.holds == 0 else { return nil }
+            defer { state.wantedAtRelease = false }
+            let least = state.wantedAtRelease ? 1 : Self.threshold
+            return state.frames - state.backfilled >= least ? least : nil
+        }
+        guard let least else { return false }
         guard let shared = sharedFrames() else { return true }
         // Copied back by another process meanwhile, or the WAL started over.
-        return shared.frames >= shared.backfilled
-            && shared.frames - shared.backfilled >= UInt32(Self.threshold)
+        return shared.frames >= shared.backfilled && shared.frames - shared.backfilled >= UInt32(least)
     }
 
     /// Records a checkpoint's outcome: the WAL's frames, and how many of them are now in the

@@ -48,6 +48,47 @@ struct CheckpointTests {
         #expect(try fileSize(store) > before + 1_000_000)
     }
 
+    @Test("a checkpoint asked for at the release (a stop's) is due then below the threshold, once")
+    func checkpointAtRelease() {
+        let rule = WALCheckpoints()
+        // Nothing held: nothing to wait for (the store runs it at once).
+        #expect(!rule.checkpointAtRelease())
+        rule.hold()
+        #expect(!rule.committed(frames: 10))
+        #expect(rule.checkpointAtRelease())
+        #expect(rule.release())
+        // Asked for once: the next turn goes by the threshold again.
+        rule.hold()
+        #expect(!rule.committed(frames: 12))
+        #expect(!rule.release())
+        // Everything copied back already: nothing is due even when asked.
+        rule.checkpointed(walFrames: 12, copied: 12)
+        rule.hold()
+        #expect(rule.checkpointAtRelease())
+        #expect(!rule.release())
+    }
+
+    @Test("a store's checkpoint after the release copies a few frames back once the hold ends")
+    func storeCheckpointsAfterRelease() async throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        try fixture.unfenced.registerSoup("s", indexSpecs: [])
+        try await fixture.unfenced.write { transaction in
+            try transaction.upsert(["f": .string(String(repeating: "x", count: 20_000))], into: "s")
+        }
+        let before = try fileSize(store)
+        store.holdCheckpoints()
+        store.checkpointAfterRelease()
+        #expect(try fileSize(store) == before)
+        store.releaseCheckpointsAfterwards()
+        // It runs on another thread: look until it has (or 10 s have gone by).
+        let end = ContinuousClock.now + .seconds(10)
+        while try fileSize(store) == before, ContinuousClock.now < end {
+            try await Task.sleep(for: .milliseconds(5))  // wait-ok: polls a file another thread writes
+        }
+        #expect(try fileSize(store) > before)
+    }
+
     @Test(
         "a release checkpoints once a threshold of frames was added since the last copy back, not on every turn of a WAL that could not start over"
     )

@@ -60,6 +60,15 @@ extension CoordinatorFixture {
     func events(_ name: String, _ event: String) -> [JSONObject] {
         log(name).filter { $0["event"]?.stringValue == event }
     }
+
+    /// A fixture of `records` accounts, each request answered after 30 ms, and a host syncing
+    /// them in the foreground in pages of 1,000, with `extra` options.
+    static func pacedHost(records: Int, extra: [String]) async throws -> CoordinatorFixture {
+        let f = try await CoordinatorFixture(records: records)
+        try await f.client.adminSetFaults(["latencyMs": 30])
+        try await f.start("host", role: "host", lifecycle: "foreground", batchSize: 1000, extra: extra)
+        return f
+    }
 }
 
 extension HeavyEndToEnd {
@@ -69,13 +78,10 @@ extension HeavyEndToEnd {
     struct StorageFaultProcessTests {
         @Test("a tiny stop deadline interrupts page saves six times over; every record arrives")
         func tinyStopDeadline() async throws {
-            let f = try await CoordinatorFixture(records: 20_000)
             // Paced, so the host cannot save several pages between two of the steps below: on a
             // quiet machine it used to finish its 10 pages before the third flip.
-            try await f.client.adminSetFaults(["latencyMs": 30])
-            try await f.start(
-                "host", role: "host", lifecycle: "foreground", batchSize: 1000,
-                extra: ["--stop-deadline", "0.001"])
+            let f = try await CoordinatorFixture.pacedHost(
+                records: 20_000, extra: ["--stop-deadline", "0.001"])
             var flips = 0
             while flips < 6 {
                 #expect(try await f.wait(["--writer", "host"]))
@@ -122,12 +128,9 @@ extension HeavyEndToEnd {
 
         @Test("with a save grace of 0, a stop ends the page save it waits for at once; every record arrives")
         func saveGraceZero() async throws {
-            let f = try await CoordinatorFixture(records: 5_000)
-            try await f.client.adminSetFaults(["latencyMs": 30])
             // A stop deadline far past the test: the page ends by the grace, never by an interrupt.
-            try await f.start(
-                "host", role: "host", lifecycle: "foreground", batchSize: 1000,
-                extra: ["--save-grace", "0", "--stop-deadline", "60"])
+            let f = try await CoordinatorFixture.pacedHost(
+                records: 5_000, extra: ["--save-grace", "0", "--stop-deadline", "60"])
             #expect(try await f.wait(["--writer", "host"]))
             try await f.waitForLog("host", "a saved page") { log in
                 log.contains {

@@ -292,8 +292,8 @@ extension Participant {
     }
 
     /// `stop()`, wait for `isStopped()` (interrupting the statement in flight past the
-    /// deadline), a last try at sync ends not yet written, checkpoint, and no more writes
-    /// through the lease.
+    /// deadline), a last try at sync ends not yet written, a checkpoint asked for after the
+    /// release, and no more writes through the lease.
     func stopSyncs(_ reason: ReleaseReason) async -> [Machine.Event] {
         let started = MonotonicClock.millis()
         let begun = ContinuousClock.now
@@ -340,7 +340,8 @@ extension Participant {
                 deadline: ContinuousClock.now + configuration.stopDeadline)
             log.log("store.copiedBack", ["complete": .bool(copied)])
         } else {
-            try? store.checkpoint()
+            // Copied back after the release, on another thread: nobody waits for it.
+            store.checkpointAfterRelease()
         }
         await manager.setWriteAccess(nil)
         await manager.setNotAcceptingHint(

@@ -13,7 +13,7 @@ import ServiceLifecycle
 /// their outcomes back as events.
 ///
 /// Background: `stop()`, wait for `isStopped()` up to the deadline (then interrupt the SQLite
-/// statement in flight), passive WAL checkpoint, release, publish. Foreground: publish, take
+/// statement in flight), release, publish; a passive WAL checkpoint runs after the release. Foreground: publish, take
 /// the lease (highest priority first), register the configured soups, recover interrupted
 /// syncs, `restart(true)`, run the configured syncs. ``run()`` ends after ``shutdown()`` (or a
 /// graceful shutdown of the `ServiceGroup` it runs in: SIGTERM/SIGINT) has released everything.

@@ -53,8 +53,8 @@ extension ParticipantMachine {
         case resumeEditWaiters
         /// Run a failed configured sync again. → `syncFailed` when it cannot even start.
         case runSync(String)
-        /// `stop()`, wait for `isStopped()` (interrupting past the deadline), checkpoint, stop
-        /// fencing the manager's writes with the lease. → `syncsStopped`.
+        /// `stop()`, wait for `isStopped()` (interrupting past the deadline), ask for a checkpoint
+        /// after the release, stop fencing the manager's writes with the lease. → `syncsStopped`.
         case stopSyncs(ReleaseReason)
         /// Let the lease go (local edits have ended) and record it with its duration since
         /// `stopBegan`; `recordRelease` is false when fenced (the taker closes the interval).

@@ -21,11 +21,14 @@ public final class ChaosRun: @unchecked Sendable {
         var lifecycle: Lifecycle = .background
         /// Its stop deadline (seconds); a fault may change it, and it is kept across restarts.
         var stopDeadline = "2"
+        /// Its save grace (seconds), nil to finish the page being saved when it stops.
+        let saveGrace: String?
 
-        init(name: String, role: String, priority: Int, logsPath: String) {
+        init(name: String, role: String, priority: Int, saveGrace: String? = nil, logsPath: String) {
             self.name = name
             self.role = role
             self.priority = priority
+            self.saveGrace = saveGrace
             log = LogTail(path: logsPath + "/\(name).jsonl")
         }
 
@@ -174,7 +177,9 @@ public final class ChaosRun: @unchecked Sendable {
             members.append(
                 Member(
                     name: "ext\(index)", role: "extension", priority: priorities[index - 1],
-                    logsPath: shared.logsPath))
+                    // The first extension stops as one short of time would: a page it is
+                    // saving ends at once, keeping what it saved.
+                    saveGrace: index == 1 ? "0" : nil, logsPath: shared.logsPath))
         }
         for member in members { try await start(member) }
         store = try SharedStore.open(directory: shared, logger: quiet)
@@ -255,7 +260,8 @@ public final class ChaosRun: @unchecked Sendable {
                 "--up-merge-mode", "overwrite", "--retry-delay", "0.2", "--stop-deadline",
                 member.stopDeadline,
                 "--storage-fault-file", diskFullPath,
-            ], environment: ["BATON_TOKEN": token], stdout: .file(outputPath), stderr: .file(outputPath))
+            ] + (member.saveGrace.map { ["--save-grace", $0] } ?? []), environment: ["BATON_TOKEN": token],
+            stdout: .file(outputPath), stderr: .file(outputPath))
     }
 
     /// Writes each member's lifecycle: foreground for `foreground`, background for the rest.
