@@ -127,10 +127,13 @@ struct LifecycleBench {
     ) async throws -> JSONObject {
         try shared.ensureSubdirectory(shared.logsPath)
         let found = Locked<JSONObject?>(nil)
+        // Read as the log grows, each line once: the bench runs in the process it measures, and
+        // parsing the whole log on every line written would take CPU from the participants.
+        let reader = ParticipantLogReader(directory: shared, name: name)
         let ok = try await DirectoryWatcher(
             root: shared.path, subdirectories: ["logs"], reportsModifications: true
         ).wait(timeout: timeout) {
-            for object in ParticipantLogReader.events(directory: shared, name: name) {
+            for object in reader.newEvents() {
                 if matches(object) {
                     found.withLock { $0 = object }
                     return true
