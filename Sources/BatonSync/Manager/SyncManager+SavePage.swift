@@ -31,12 +31,18 @@ extension SyncManager {
         let cut = StopFlag()
         pageSaveCut = cut
         defer { pageSaveCut = nil }
-        return try await Task.detached {
-            try await access.write { transaction in
-                try Self.writePage(
-                    records, page, in: transaction, interrupted: { cut.isRaised }, stateAfter: stateAfter)
+        return try await withCheckedThrowingContinuation { continuation in
+            saveQueue.async {
+                continuation.resume(
+                    with: Result {
+                        try access.write { transaction in
+                            try Self.writePage(
+                                records, page, in: transaction, interrupted: { cut.isRaised },
+                                stateAfter: stateAfter)
+                        }
+                    })
             }
-        }.value
+        }
     }
 
     /// Ends the page a sync down is saving at its next record instead of letting it finish, once

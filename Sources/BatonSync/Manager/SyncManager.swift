@@ -65,6 +65,9 @@ public actor SyncManager {
     var finishingQueued = 0
     /// Raised by ``endPageSaveEarly()`` to end the page being saved at its next record.
     var pageSaveCut: StopFlag?
+    /// Where page saves run: a thread outside Swift's cooperative pool, which a save of a few
+    /// milliseconds would otherwise hold from the work that reacts to a stop.
+    nonisolated let saveQueue = DispatchQueue(label: "baton.sync.page-save")
     let broadcaster = Broadcaster<SyncState>(buffering: 1024)
     nonisolated let wakeups: AsyncStream<Void>
     nonisolated let wake: AsyncStream<Void>.Continuation
