@@ -105,6 +105,23 @@ struct BoundedDiskProcessTests {
         #expect(result.status == 64, "\(result.stderr)")
         #expect(result.stderr.contains("--log-limit"), "\(result.stderr)")
     }
+
+    @Test(
+        "participant's durations refuse what is out of range or not a number, naming the option",
+        arguments: [
+            ("--save-grace", "-1"), ("--save-grace", "soon"), ("--stop-deadline", "0"), ("--lease-term", "0.01"),
+            ("--busy-timeout", "-1"), ("--retry-delay", "4000"),
+        ])
+    func durationRefused(option: String, value: String) async throws {
+        let temp = try TemporaryDirectory()
+        let result = try await BatonProcess.run([
+            "participant", "--dir", temp.path + "/d", "--name", "host", "--role", "host", "--server",
+            "http://127.0.0.1:9", "--token", "t", option, value,
+        ])
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains(option), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: temp.path + "/d"), "nothing is created for a refused start")
+    }
 }
 
 extension HeavyEndToEnd {

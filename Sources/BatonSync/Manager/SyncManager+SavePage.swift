@@ -2,8 +2,8 @@ import BatonStore
 import Synchronization
 
 extension SyncManager {
-    /// What a page's save committed: how many of its records (all of them unless a stop landed
-    /// during the save) and the sync's state saved with them.
+    /// What a page's save committed: how many of its records (all of them unless the save was
+    /// ended early) and the sync's state saved with them.
     package struct SavedPage: Sendable {
         package var records: Int
         package var state: SyncState
@@ -12,11 +12,12 @@ extension SyncManager {
     /// Upserts a page by server id (clearing local flags, stamping the sync id) and saves the
     /// sync's state, in one fenced transaction; see ``writePage(_:_:in:interrupted:stateAfter:)``.
     ///
-    /// The write runs in a task of its own (awaited, so still in order) that a stop's
-    /// cancellation does not reach: a page that arrived is saved even if a stop lands meanwhile,
-    /// and the stop is seen at the next check. ``endPageSaveEarly()`` raises a flag the write
-    /// reads before each record: the page then ends there, with the state `stateAfter(n)` gives
-    /// for the `n` records saved so far, or with nothing of the page when it gives none.
+    /// The write runs on ``saveQueue`` (awaited, so still in order), outside the cooperative
+    /// pool and out of reach of a stop's cancellation: a page that arrived is saved even if a
+    /// stop lands meanwhile, and the stop is seen at the next check. ``endPageSaveEarly()``
+    /// raises a flag the write reads before each record: the page then ends there, with the
+    /// state `stateAfter(n)` gives for the `n` records saved so far, or with nothing of the page
+    /// when it gives none.
     func savePage(
         _ records: [JSONObject], idField: String, children: ChildrenSoup?,
         stateAfter: @escaping @Sendable (Int) -> SyncState?
