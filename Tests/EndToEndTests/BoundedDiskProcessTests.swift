@@ -109,7 +109,8 @@ struct BoundedDiskProcessTests {
     @Test(
         "participant's durations refuse what is out of range or not a number, naming the option",
         arguments: [
-            ("--save-grace", "-1"), ("--save-grace", "soon"), ("--stop-deadline", "0"), ("--lease-term", "0.01"),
+            ("--save-grace", "-1"), ("--save-grace", "soon"), ("--stop-deadline", "0"),
+            ("--lease-term", "0.01"),
             ("--busy-timeout", "-1"), ("--retry-delay", "4000"),
         ])
     func durationRefused(option: String, value: String) async throws {
@@ -120,7 +121,9 @@ struct BoundedDiskProcessTests {
         ])
         #expect(result.status == 64, "\(result.stderr)")
         #expect(result.stderr.contains(option), "\(result.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: temp.path + "/d"), "nothing is created for a refused start")
+        #expect(
+            !FileManager.default.fileExists(atPath: temp.path + "/d"),
+            "nothing is created for a refused start")
     }
 }
 
