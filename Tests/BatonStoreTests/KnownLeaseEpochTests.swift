@@ -17,7 +17,7 @@ struct KnownLeaseEpochTests {
             store.pool.writeWithoutTransaction { db in
                 db.trace { [self] event in
                     if case .statement(let statement) = event,
-                        statement.sql.contains("SELECT epoch FROM lease")
+                        statement.sql.contains("SELECT MAX(epoch) FROM lease_history")
                     {
                         count.add(1, ordering: .relaxed)
                     }

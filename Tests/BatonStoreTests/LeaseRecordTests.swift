@@ -2,7 +2,7 @@ import BatonStore
 import Foundation
 import Testing
 
-@Suite("Lease table and fencing")
+@Suite("Lease history and fencing")
 struct LeaseRecordTests {
     /// A holding as a lease grants it: `epoch` over the store's `previous`.
     static func fence(

@@ -150,13 +150,14 @@ extension StoreTransaction {
         // oldest epoch only ever grows (a fold deletes from the bottom), so one seen before is a
         // lower bound: the common case costs no lookup at all.
         if let recorded, knownOldestEpoch > 0, recorded - knownOldestEpoch < Int64(limit) { return }
-        guard let oldest = try Int64.fetchOne(cached("SELECT MIN(epoch) FROM lease_history")),
-            let newest = try Int64.fetchOne(cached("SELECT MAX(epoch) FROM lease_history"))
-        else { return }
+        guard let oldest = try Int64.fetchOne(cached("SELECT MIN(epoch) FROM lease_history")) else { return }
+        let newest = try recorded ?? leaseEpoch()
         knownOldestEpoch = oldest
         guard newest - oldest >= Int64(limit) else { return }
         let rows = try Int.fetchOne(cached("SELECT COUNT(*) FROM lease_history")) ?? 0
         guard rows > limit else { return }
+        // At least 9 kept (limits start at 10): the newest interval, whose epoch is the store's
+        // (``StoreReader/leaseEpoch()``), is never folded.
         let keep = limit - max(1, limit / 10)
         let folding = try Row.fetchAll(
             cached("SELECT * FROM lease_history ORDER BY epoch LIMIT ?"), arguments: [rows - keep]

@@ -39,9 +39,13 @@ extension LeaseRecord {
 }
 
 extension StoreReader {
-    /// The current lease epoch (0 before anyone took it).
+    /// The current lease epoch (0 before anyone took it): the newest interval's in the history.
+    ///
+    /// The history is where the epoch lives. Recording a holding inserts its interval, a fold
+    /// never removes the newest one, and a lease turn's first write reads and writes the
+    /// history's newest page anyway, so the epoch costs that write no page of its own.
     public func leaseEpoch() throws -> Int64 {
-        try Int64.fetchOne(try cached("SELECT epoch FROM lease WHERE id = 1")) ?? 0
+        try Int64.fetchOne(try cached("SELECT MAX(epoch) FROM lease_history")) ?? 0
     }
 
     /// Whether `epoch`'s interval is in the history and not closed yet.
@@ -81,7 +85,6 @@ extension StoreTransaction {
     package func recordLeaseEpoch(
         _ epoch: Int64, name: String, pid: Int32, acquired: Int64, closing: LeaseClosing
     ) throws {
-        try cached("UPDATE lease SET epoch = ? WHERE id = 1").execute(arguments: [epoch])
         knownLeaseEpoch = epoch
         try cached(
             "UPDATE lease_history SET released = ?, releaseKind = ? WHERE epoch = ? AND released IS NULL"

@@ -7,10 +7,10 @@ enum StoreMigrations {
     /// store, or one written by an older Baton): opening an up-to-date store writes nothing.
     ///
     /// Migrations run outside the writer lease, under `D/setup.lock`, as the process that opens
-    /// the store first. That is harmless: they only create or add (a migration is never edited,
-    /// and none rewrites records), SQLite's write lock serializes them with any writer, they are
-    /// not in the commit log (so the lease audit sees no commit outside the lease), and each
-    /// runs once per store.
+    /// the store first. That is harmless: they only create or add, or drop a table whose content
+    /// another table holds too (a migration is never edited, and none rewrites records),
+    /// SQLite's write lock serializes them with any writer, they are not in the commit log (so
+    /// the lease audit sees no commit outside the lease), and each runs once per store.
     ///
     /// - Throws: `schemaTooNew` when a newer Baton wrote the store.
     static func migrateIfNeeded(_ pool: DatabasePool, directory: SharedDirectory) throws {
@@ -127,6 +127,23 @@ enum StoreMigrations {
                         problem TEXT NOT NULL,
                         strictOnly INTEGER NOT NULL
                     );
+                    """)
+        }
+        // The lease epoch is the history's newest epoch: the single-row `lease` table that
+        // repeated it cost every turn of the lease a page read and a page written. Recording an
+        // epoch always wrote both in one transaction, so they agree; should they not, an
+        // interval closed at once carries the higher epoch over, so no epoch is ever reused. A
+        // Baton from before this migration refuses the store (`schemaTooNew`), and one already
+        // running fails its next lease write on the missing table instead of fencing by a stale
+        // copy.
+        migrator.registerMigration("v5-lease-epoch-in-history") { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO lease_history (epoch, name, pid, acquired, released, releaseKind)
+                        SELECT epoch, '(carried over)', 0, at, at, 'taken-over'
+                        FROM lease, (SELECT IFNULL(MAX(COALESCE(released, acquired)), 0) AS at FROM lease_history)
+                        WHERE epoch > (SELECT IFNULL(MAX(epoch), 0) FROM lease_history);
+                    DROP TABLE lease;
                     """)
         }
         return migrator
