@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs the contention bench's workers by hand, for a profiler to wrap: 8 `baton bench-worker`
 # processes of one mode (lease, bounded, busy or floor) on a fresh shared directory, all at
-# once, then the total writes and the rate over the slowest worker's time. BENCHMARKS.md's
-# per-turn figures come from it, e.g.
+# once, then the total writes and the rate over the slowest worker's time, and for lease and
+# floor how a turn divides: the hold (granted to writes done), the release call, and the
+# hand-over (writes done to the next holder granted). BENCHMARKS.md's per-turn figures come
+# from it, e.g.
 #   perf stat -a -e context-switches,'syscalls:sys_enter_pwrite64' -- Scripts/probes/contention.sh lease
 #   perf record -F 4000 -g -a -- Scripts/probes/contention.sh floor
 # usage: Scripts/probes/contention.sh MODE [PROCESSES] [WRITES]   (defaults 8, 1000; BATON= the binary)
@@ -44,4 +46,15 @@ for i in range(processes):
     errors += result["errors"]
     elapsed.append(result["elapsedMs"])
 print(f"{mode}: {writes} writes, {errors} errors, {writes / (max(elapsed) / 1000):.0f} writes/s over the slowest worker's {max(elapsed):.0f} ms")
+turns = sorted(
+    turn for i in range(processes)
+    for turn in json.loads(open(f"{directory}/out{i}").read().strip().splitlines()[-1]).get("turnsNs", []))
+if len(turns) > 1:
+    def line(name, values):
+        values = sorted(v / 1000 for v in values)
+        print(f"  {name:42s} p50 {values[len(values) // 2]:7.1f}  mean {sum(values) / len(values):7.1f}  p90 {values[int(len(values) * 0.9)]:7.1f} us")
+    line("hold (granted -> writes done)", [w - g for g, w, _ in turns])
+    line("release call", [r - w for _, w, r in turns])
+    line("hand-over (writes done -> next granted)", [b[0] - a[1] for a, b in zip(turns, turns[1:])])
+    line("turn (granted -> next granted)", [b[0] - a[0] for a, b in zip(turns, turns[1:])])
 PY

@@ -104,6 +104,10 @@ public struct BenchWorker: Sendable {
         let started = clock.now
         var index = 0
         func row() -> JSONObject { ["w": .string(name), "i": .int(Int64(index))] }
+        // Each turn of the lease and floor modes: when it was granted, when its writes were
+        // done and when its release returned (`CLOCK_MONOTONIC` ns, shared by every process),
+        // so a turn can be taken apart into its hold and the hand-over after it.
+        var turns: [JSONValue] = []
         var renewing: WriterLease.Held?
         defer { if let renewing { lease.release(renewing) } }
         while index < writes {
@@ -143,8 +147,13 @@ public struct BenchWorker: Sendable {
                     // A turn: the lease, or the floor's bare kernel lock around the same writes.
                     let held = mode == "lease" ? try await lease.acquire() : nil
                     if held == nil { try floor?.lock() }
+                    let granted = MonotonicClock.nanos()
                     defer {
+                        let written = MonotonicClock.nanos()
                         if let held { lease.release(held) } else { floor?.unlock() }
+                        turns.append([
+                            .int(Int64(granted)), .int(Int64(written)), .int(Int64(MonotonicClock.nanos())),
+                        ])
                     }
                     var readyAt = ready
                     for _ in 0..<min(burst, writes - index) {
@@ -175,6 +184,7 @@ public struct BenchWorker: Sendable {
             "writes": .int(Int64(latencies.count)), "errors": .int(Int64(errors)),
             "elapsedMs": .double(BenchStats.seconds(clock.now - started) * 1000),
             "latenciesMs": .array(latencies.map { .double(BenchStats.round($0, 1000)) }),
+            "turnsNs": .array(turns),
         ])
     }
 
