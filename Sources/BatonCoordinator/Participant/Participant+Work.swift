@@ -64,7 +64,9 @@ extension Participant {
             case "lifecycle":
                 if name != configuration.name { return false }
             case "participants":
-                // Junk there costs one stat, never a read of the directory.
+                // Its own status tells it nothing it does not know: it wrote it. Junk there
+                // costs one stat, never a read of the directory.
+                if name == configuration.name + ".json" { return false }
                 if !ParticipantStatus.isStatusFile(name, in: directory) { return false }
             case "":
                 if name == "writer.lock" { return await checkLockFile() }
@@ -429,15 +431,14 @@ extension Participant {
         return "; the writer is '\(writer.name)' (pid \(writer.pid))"
     }
 
-    /// Writes the status file from the machine's state.
-    func publish() throws {
-        let status = ParticipantStatus(
+    /// The status the machine's state says, for the status file.
+    func status() -> ParticipantStatus {
+        ParticipantStatus(
             role: configuration.role, name: configuration.name, priority: configuration.priority,
             pid: getpid(), lifecycle: machine.desired, phase: machine.phase.name,
             epoch: machine.phase.lease?.epoch,
             managerState: machine.managerState?.rawValue ?? "stopped", updated: WallClock.nowMillis(),
             problem: machine.problem?.description, retrying: machine.retrying,
             refusedSignal: machine.refusedSignal)
-        try status.publish(in: directory)
     }
 }

@@ -44,6 +44,8 @@ public actor Participant: Service {
         case syncUpdate(SyncState)
         case timerFired(Machine.TimerID)
         case localEditEnded
+        /// A status write ended: nil when it succeeded, else its error.
+        case statusWritten(String?)
         case shutdown
     }
 
@@ -54,6 +56,9 @@ public actor Participant: Service {
     let lease: WriterLease
     let log: ParticipantLog
     let logger: Logger
+    /// Writes the status file off the event loop (a file replaced takes ext4 half a
+    /// millisecond or more); the outcomes come back as `statusWritten`.
+    let publisher: StatusPublisher
     /// `D/participants/<name>.lock`, held for the process's lifetime: one live process per name.
     var nameLock: FileLock
     /// The rules, and the single truth of where this participant is (the lease it holds among
@@ -101,6 +106,7 @@ public actor Participant: Service {
             onLost: { sink.yield(.lockFileChanged) })
         log = try ParticipantLog(
             directory: directory, name: configuration.name, limit: configuration.logLimit)
+        publisher = StatusPublisher(directory: directory) { sink.yield(.statusWritten($0)) }
     }
 
     /// Asks the participant to hand everything back and end ``run()``. Safe from any thread
@@ -217,7 +223,7 @@ public actor Participant: Service {
                 "role": .string(configuration.role.rawValue), "priority": .int(Int64(configuration.priority)),
                 "pid": .int(Int64(getpid())),
             ])
-        try publish()
+        try status().publish(in: directory)
         let watched = try DirectoryWatcher(
             root: directory.path, subdirectories: ["lifecycle", "participants"]
         ).events()
@@ -252,6 +258,8 @@ public actor Participant: Service {
             for id in Array(writerWaiters.keys) { expireWriterWaiter(id) }
             group.cancelAll()
         }
+        // The last status (finished) is on disk before run() returns.
+        await publisher.flush()
         let longest = store.longestWriteTransaction.inMilliseconds
         log.log("exited", ["longestTransactionMs": .double((longest * 100).rounded() / 100)])
         broadcaster.finish()
@@ -291,6 +299,8 @@ public actor Participant: Service {
             return await feed(.timerFired(id))
         case .localEditEnded:
             return await feed(.localEditEnded)
+        case .statusWritten(let error):
+            return await feed(error.map(Machine.Event.publishFailed) ?? .published)
         case .shutdown:
             log.log("shutdown.requested")
             return await feed(.shutdown)
@@ -319,15 +329,14 @@ public actor Participant: Service {
     func carryOut(_ action: Machine.Action) async -> [Machine.Event] {
         switch action {
         case .publish:
-            do {
-                try publish()
-                return [.published]
-            } catch {
-                return [.publishFailed(String(describing: error))]
-            }
+            // Written off the loop; `published` or `publishFailed` arrives as its own input.
+            publisher.submit(status())
         case .record(let note):
             record(note)
         case .startAcquiring:
+            // Whoever decides by this participant's status (a lower-priority waiter holding
+            // back) reads it as waiting before the wait begins.
+            await publisher.flush()
             startAcquiring()
         case .cancelAcquiring:
             await cancelAcquiring()
@@ -363,7 +372,7 @@ public actor Participant: Service {
         case .checkStore:
             return [checkStore()]
         case .exit:
-            break
+            await publisher.flush()
         }
         return []
     }

@@ -37,7 +37,10 @@ extension ParticipantMachine {
     /// What the participant must do. Those marked "→" end with the event(s) named, which the
     /// participant feeds back before it carries out the next action.
     public enum Action: Sendable, Hashable {
-        /// Write the status file from this machine's state. → `published` or `publishFailed`.
+        /// Write the status file from this machine's state. The write may end after the
+        /// actions that follow (the participant writes off its loop, newest state first); it
+        /// is on disk before `startAcquiring` and `exit` are carried out. Later `published` or
+        /// `publishFailed`.
         case publish
         /// Log and broadcast.
         case record(Note)
