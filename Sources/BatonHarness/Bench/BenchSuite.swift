@@ -16,6 +16,8 @@ public struct BenchSuite: Sendable {
     public var baton: String
     /// Contention: how long a waiter waits before a holder of the bounded lease stops renewing.
     public var leaseBudget: Duration = .milliseconds(2)
+    /// Keep the scenarios' directories (stores, participants' logs) for a look afterwards.
+    public var keepDirectories = false
     /// Hears what runs now.
     public var progress: @Sendable (String) -> Void
 
@@ -84,7 +86,8 @@ public struct BenchSuite: Sendable {
             let large = try await ProcessBench.peakRSS(env, records: 200_000)
             figures.memory = .init(small: (10_000, small), large: (200_000, large))
         }
-        await env.finish()
+        await env.finish(keepingDirectories: keepDirectories)
+        if keepDirectories { progress("kept the scenarios' directories in \(env.root)") }
         let json = try JSONValue(encoding: figures).objectValue ?? [:]
         return (json, Self.table(json, waste: waste))
     }

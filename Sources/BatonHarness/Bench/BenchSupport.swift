@@ -76,8 +76,8 @@ final class BenchEnvironment: @unchecked Sendable {
             type: "Account", count: count, timeStamps: max(1, count / max(1, tie)), bytes: bytes)
     }
 
-    func finish() async {
+    func finish(keepingDirectories keep: Bool = false) async {
         await server.stop()
-        try? FileManager.default.removeItem(atPath: root)
+        if !keep { try? FileManager.default.removeItem(atPath: root) }
     }
 }

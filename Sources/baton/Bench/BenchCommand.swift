@@ -28,6 +28,11 @@ struct BenchCommand: AsyncParsableCommand {
             "Contention: how long a waiter waits before a holder of the bounded lease stops renewing its turns."
     )
     var leaseBudgetMs = 2.0
+    @Flag(
+        help:
+            "Keep the scenarios' directories (stores, participants' logs) instead of deleting them, and print where they are."
+    )
+    var keep = false
     @Option(help: "Write the figures as JSON to this file.") var json: String?
     @Option(help: "Write the table as Markdown to this file.") var markdown: String?
 
@@ -52,6 +57,7 @@ struct BenchCommand: AsyncParsableCommand {
             records: records, trials: trials, only: only, baton: ChildProcesses.executablePath,
             progress: { CLIOutput.stderrLine("bench: \($0)") })
         suite.leaseBudget = .microseconds(Int64(leaseBudgetMs * 1000))
+        suite.keepDirectories = keep
         let (figures, table) = try await suite.run()
         for line in table { CLIOutput.line(line) }
         if let json {
