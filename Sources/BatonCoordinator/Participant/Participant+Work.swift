@@ -64,9 +64,7 @@ extension Participant {
             case "lifecycle":
                 if name != configuration.name { return false }
             case "participants":
-                // Its own status tells it nothing it does not know: it wrote it. Junk there
-                // costs one stat, never a read of the directory.
-                if name == configuration.name + ".json" { return false }
+                // Junk there costs one stat, never a read of the directory.
                 if !ParticipantStatus.isStatusFile(name, in: directory) { return false }
             case "":
                 if name == "writer.lock" { return await checkLockFile() }
@@ -239,7 +237,11 @@ extension Participant {
             outcome = .writerStartFailed(String(describing: error))
         }
         // The manager's state first: an outcome that steps down stops the manager afterwards.
-        return [.managerState(await manager.state), outcome]
+        var events: [Machine.Event] = [.managerState(await manager.state), outcome]
+        // A higher-priority participant that began to wait after this wait's last look, but
+        // whose status this loop read before the grant: no change is coming to say so again.
+        if outcome == .writerStarted, higherPriorityIsWaiting() { events.append(.higherPriorityWaiting) }
+        return events
     }
 
     func runConfigured(_ sync: ConfiguredSync) async throws {
