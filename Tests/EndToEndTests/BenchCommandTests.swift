@@ -60,7 +60,12 @@ extension HeavyEndToEnd {
             #expect(figures.value(atPath: "stop.maxMs")?.doubleValue != nil)
             #expect(figures.value(atPath: "stop.p99Ms") == nil)
             #expect(figures.value(atPath: "handover.firstPageMaxMs")?.doubleValue != nil)
+            // Each stop case ran and is reported: a request alone, with a page save, and cut.
+            for stopCase in ["requestOnly", "inFlight", "inFlightCut"] {
+                #expect(figures.value(atPath: "stop.\(stopCase)MaxMs")?.doubleValue != nil, "\(stopCase)")
+            }
             #expect(stdout.contains("| stop latency p50 / max, ms (1 trials;"), "\(stdout)")
+            #expect(stdout.contains("with a request in flight: "), "\(stdout)")
         }
 
         @Test("readers: a reader process hears of every committed page")

@@ -52,7 +52,8 @@ public struct BenchSuite: Sendable {
             figures.stop = .init(
                 main: lifecycle.stopMs,
                 others: [
-                    ("inFlight", lifecycle.inFlightStopMs), ("inFlightCut", lifecycle.inFlightCutStopMs),
+                    ("requestOnly", lifecycle.requestOnlyStopMs), ("inFlight", lifecycle.inFlightStopMs),
+                    ("inFlightCut", lifecycle.inFlightCutStopMs),
                 ])
             figures.handover = .init(
                 main: lifecycle.handoverMs, others: [("firstPage", lifecycle.firstPageMs)])
@@ -131,7 +132,7 @@ public struct BenchSuite: Sendable {
             ),
             (
                 "stop",
-                "| stop latency p50 / \(tail("stop", "")), ms (\(v("stop.trials")) trials; signal → lease released) | \(v("stop.p50Ms")) / \(tailValue("stop", "")) | with request in flight: \(v("stop.inFlightP50Ms")) / \(tailValue("stop", "inFlight")); save grace 0: \(v("stop.inFlightCutP50Ms")) / \(tailValue("stop", "inFlightCut")) | |"
+                "| stop latency p50 / \(tail("stop", "")), ms (\(v("stop.trials")) trials; signal → lease released) | \(v("stop.p50Ms")) / \(tailValue("stop", "")) | with a request in flight: \(v("stop.requestOnlyP50Ms")) / \(tailValue("stop", "requestOnly")); with it and the page before it being saved: \(v("stop.inFlightP50Ms")) / \(tailValue("stop", "inFlight")); those and save grace 0: \(v("stop.inFlightCutP50Ms")) / \(tailValue("stop", "inFlightCut")) | |"
             ),
             (
                 "handover",

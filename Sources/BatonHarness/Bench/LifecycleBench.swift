@@ -7,12 +7,16 @@ import Foundation
 import Logging
 
 /// Stop latency (lifecycle file written → lease released and `isStopped()`, from the host's
-/// log) with and without a request held in flight by the server, and hand-over latency
+/// log) with and without a request held in flight by the server (alone, or while the page
+/// before it is still being saved), and hand-over latency
 /// (background signal → the extension holds the lease and commits its first page).
 /// Participants run in this process with the same code `baton participant` runs.
 struct LifecycleBench {
     struct Result {
         var stopMs: [Double]
+        /// A request held by the server and nothing else: the page before it is saved.
+        var requestOnlyStopMs: [Double]
+        /// A request held by the server while the page before it is being saved.
         var inFlightStopMs: [Double]
         /// With a request in flight and a save grace of 0: the page being saved ends at once.
         var inFlightCutStopMs: [Double]
@@ -24,8 +28,11 @@ struct LifecycleBench {
     enum StopCase: CaseIterable {
         /// Nothing held: the sync is fetching or saving pages at full speed.
         case plain
-        /// A page request held by the server (the page before it is being saved); that page
-        /// is finished, the default.
+        /// A page request held by the server, and the page before it already saved: the stop
+        /// has only the request to cancel.
+        case requestOnly
+        /// A page request held by the server, signalled as it arrives: the page before it is
+        /// being saved (the sync fetches while it saves), and is finished, the default.
         case inFlight
         /// As `inFlight`, with a save grace of 0: the save ends at its next record.
         case inFlightCut
@@ -35,7 +42,8 @@ struct LifecycleBench {
         try await env.reseed(20_000, bytes: 200)
         try await env.client.adminSetFaults(["latencyMs": 10])
         var result = Result(
-            stopMs: [], inFlightStopMs: [], inFlightCutStopMs: [], handoverMs: [], firstPageMs: [])
+            stopMs: [], requestOnlyStopMs: [], inFlightStopMs: [], inFlightCutStopMs: [], handoverMs: [],
+            firstPageMs: [])
         for trial in 0..<trials {
             for stopCase in StopCase.allCases {
                 let shared = try env.freshDirectory()
@@ -49,6 +57,15 @@ struct LifecycleBench {
                         try await env.client.adminSetFaults(["latencyMs": 3_000])
                         let held = env.server.server.requestCount + 2
                         await env.server.server.waitForRequests(held)
+                        if stopCase == .requestOnly {
+                            // A page committed after the held request arrived: the sync now
+                            // only waits for it. (Should the page before it have committed
+                            // first, the next one is held too, and its page before it awaited.)
+                            let arrived = MonotonicClock.millis()
+                            try await waitForLog(shared, "host") {
+                                $0["event"] == "sync" && ($0["t"]?.doubleValue ?? 0) > arrived
+                            }
+                        }
                     }
                     let signalled = MonotonicClock.millis()
                     try LifecycleSignal.write(.background, directory: shared, name: "host")
@@ -56,6 +73,7 @@ struct LifecycleBench {
                     let ms = (released["t"]?.doubleValue ?? signalled) - signalled
                     switch stopCase {
                     case .plain: result.stopMs.append(ms)
+                    case .requestOnly: result.requestOnlyStopMs.append(ms)
                     case .inFlight: result.inFlightStopMs.append(ms)
                     case .inFlightCut: result.inFlightCutStopMs.append(ms)
                     }
