@@ -50,6 +50,16 @@ extension HeavyEndToEnd {
             #expect((figures.value(atPath: "contention.boundedWritesPerSec")?.doubleValue ?? 0) > 0)
             #expect((figures.value(atPath: "contention.boundedMaxMs")?.doubleValue ?? 0) > 0)
             #expect(figures.value(atPath: "contention.budgetMs")?.doubleValue == 2)
+            let longer = figures.value(atPath: "contention.longerFloorTurns")?.arrayValue ?? []
+            #expect(longer.compactMap { $0.value(atPath: "writesPerTurn")?.intValue } == [4, 5, 6])
+            for run in longer {
+                #expect(run.value(atPath: "errors")?.intValue == 0)
+                #expect((run.value(atPath: "writesPerSec")?.doubleValue ?? 0) > 0)
+                #expect((run.value(atPath: "p99Ratio")?.doubleValue ?? 0) > 0)
+            }
+            #expect(figures.value(atPath: "contention.floorMeetsBoundedAims")?.boolValue != nil)
+            #expect(stdout.contains("| contention, the bare kernel lock with longer turns"))
+            #expect(stdout.contains("turns of 4 writes: "))
             #expect(stdout.contains("| contention, write latency ms p50 / p99 / max: fair lease; bounded"))
         }
 

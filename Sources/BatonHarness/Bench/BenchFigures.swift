@@ -172,6 +172,24 @@ struct BenchFigures: Encodable {
         /// Over the busy timeout's.
         var boundedThroughputRatio: Double
         var boundedP99Ratio: Double
+        /// The bare kernel lock with longer turns: what a lease whose holders keep it for more
+        /// than one turn reaches with no bookkeeping at all, against the busy timeout, in the
+        /// terms of the bounded lease's aims.
+        var longerFloorTurns: [FloorTurns]
+        /// Whether any of them reached the busy timeout's throughput with a p99 at most 0.4 of
+        /// its p99 (the bounded lease's aims).
+        var floorMeetsBoundedAims: Bool
+
+        struct FloorTurns: Encodable {
+            var writesPerTurn: Int
+            var writesPerSec: Double
+            var p50Ms: Double
+            var p99Ms: Double
+            var maxMs: Double
+            var errors: Int
+            var throughputRatio: Double
+            var p99Ratio: Double
+        }
 
         init(_ modes: [String: ProcessBench.Contention], budget: Duration) {
             let none = ProcessBench.Contention(writesPerSec: 0, p50Ms: 0, p99Ms: 0, maxMs: 0, errors: 0)
@@ -207,6 +225,18 @@ struct BenchFigures: Encodable {
             boundedErrors = bounded.errors
             boundedThroughputRatio = ratio(bounded.writesPerSec, busy.writesPerSec)
             boundedP99Ratio = ratio(bounded.p99Ms, busy.p99Ms)
+            longerFloorTurns = ProcessBench.longerFloorTurns.map { writes in
+                let run = modes["floor\(writes)"] ?? none
+                return FloorTurns(
+                    writesPerTurn: writes, writesPerSec: round(run.writesPerSec),
+                    p50Ms: round(run.p50Ms, 100),
+                    p99Ms: round(run.p99Ms, 100), maxMs: round(run.maxMs, 100), errors: run.errors,
+                    throughputRatio: ratio(run.writesPerSec, busy.writesPerSec),
+                    p99Ratio: ratio(run.p99Ms, busy.p99Ms))
+            }
+            floorMeetsBoundedAims = longerFloorTurns.contains {
+                $0.throughputRatio >= 1 && $0.p99Ratio <= 0.4
+            }
         }
     }
 

@@ -14,9 +14,15 @@ struct ProcessBench {
         var errors: Int
     }
 
-    /// The contention modes, in the order each round runs them: the strictly fair lease, the
-    /// bounded lease, the busy timeout, the bare kernel lock.
-    static let contentionModes = ["lease", "bounded", "busy", "floor"]
+    /// The contention modes, in the order each round runs them, by the name their figures go
+    /// under: the strictly fair lease, the bounded lease, the busy timeout, the bare kernel lock,
+    /// and the bare kernel lock with longer turns (`floorN`: turns of N writes, the floor of a
+    /// lease whose holders keep it for more than one turn, as the bounded lease's do).
+    static let contentionModes: [(name: String, mode: String, burst: Int)] =
+        [("lease", "lease", 2), ("bounded", "bounded", 2), ("busy", "busy", 2), ("floor", "floor", 2)]
+        + longerFloorTurns.map { ("floor\($0)", "floor", $0) }
+    /// The writes per turn of the floor's longer turns.
+    static let longerFloorTurns = [4, 5, 6]
 
     /// `runs` rounds of every mode, alternating; latencies pooled per mode.
     static func alternatingContention(_ env: BenchEnvironment, runs: Int, budget: Duration) async throws
@@ -24,11 +30,11 @@ struct ProcessBench {
     {
         var pooled: [String: (latencies: [Double], errors: Int, seconds: Double)] = [:]
         for _ in 0..<runs {
-            for mode in contentionModes {
-                let run = try await contentionRun(env, mode: mode, budget: budget)
-                pooled[mode, default: ([], 0, 0)].latencies += run.latencies
-                pooled[mode, default: ([], 0, 0)].errors += run.errors
-                pooled[mode, default: ([], 0, 0)].seconds += run.seconds
+            for (name, mode, burst) in contentionModes {
+                let run = try await contentionRun(env, mode: mode, budget: budget, burst: burst)
+                pooled[name, default: ([], 0, 0)].latencies += run.latencies
+                pooled[name, default: ([], 0, 0)].errors += run.errors
+                pooled[name, default: ([], 0, 0)].seconds += run.seconds
             }
         }
         return pooled.mapValues { run in
@@ -43,8 +49,8 @@ struct ProcessBench {
     /// One run: every worker sets up (store, soup, lease) and says it is ready; the clock starts
     /// when all are, so process start-up is not measured as contention.
     static func contentionRun(
-        _ env: BenchEnvironment, mode: String, budget: Duration = .milliseconds(2), processes: Int = 8,
-        writes: Int = 200
+        _ env: BenchEnvironment, mode: String, budget: Duration = .milliseconds(2), burst: Int = 2,
+        processes: Int = 8, writes: Int = 200
     ) async throws -> (latencies: [Double], errors: Int, seconds: Double) {
         let shared = try env.freshDirectory()
         // The workers' soup, made before any of them starts (set-up, outside the contention).
@@ -60,6 +66,7 @@ struct ProcessBench {
                         "--mode", mode, "--dir", shared.path, "--writes", String(writes), "--name",
                         "w\(index)",
                         "--wait-for-go", "--budget-us", String(budget.inNanoseconds / 1000),
+                        "--burst", String(burst),
                     ]))
         }
         for worker in workers { try await worker.ready() }
