@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Runs the contention bench's workers by hand, for a profiler to wrap: 8 `baton bench-worker`
-# processes of one mode (lease, bounded, busy or floor) on a fresh shared directory, all at
-# once, then the total writes and the rate over the slowest worker's time, and for lease and
-# floor how a turn divides: the hold (granted to writes done), the release call, and the
-# hand-over (writes done to the next holder granted). BENCHMARKS.md's per-turn figures come
-# from it, e.g.
+# processes of one mode (lease, bounded, busy, floor or guarded) on a fresh shared directory, all
+# at once, then the total writes and the rate over the slowest worker's time, and for the lease,
+# the floor and the guarded floor how a turn divides: the hold (granted to writes done), the
+# release call, and the hand-over (writes done to the next holder granted). BENCHMARKS.md's
+# per-turn figures come from it, e.g.
 #   perf stat -a -e context-switches,'syscalls:sys_enter_pwrite64' -- Scripts/probes/contention.sh lease
 #   perf record -F 4000 -g -a -- Scripts/probes/contention.sh floor
 # usage: Scripts/probes/contention.sh MODE [PROCESSES] [WRITES]   (defaults 8, 1000; BATON= the binary)
 set -euo pipefail
-usage="usage: Scripts/probes/contention.sh lease|bounded|busy|floor [PROCESSES] [WRITES]"
+usage="usage: Scripts/probes/contention.sh lease|bounded|busy|floor|guarded [PROCESSES] [WRITES]"
 mode=${1:-}
 case "$mode" in
-    lease | bounded | busy | floor) ;;
+    lease | bounded | busy | floor | guarded) ;;
     *) echo "$usage" >&2; exit 2 ;;
 esac
 processes=${2:-8}

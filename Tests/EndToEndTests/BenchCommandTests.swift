@@ -50,6 +50,11 @@ extension HeavyEndToEnd {
             #expect((figures.value(atPath: "contention.boundedWritesPerSec")?.doubleValue ?? 0) > 0)
             #expect((figures.value(atPath: "contention.boundedMaxMs")?.doubleValue ?? 0) > 0)
             #expect(figures.value(atPath: "contention.budgetMs")?.doubleValue == 2)
+            #expect(figures.value(atPath: "contention.guardedErrors")?.intValue == 0)
+            #expect((figures.value(atPath: "contention.guardedWritesPerSec")?.doubleValue ?? 0) > 0)
+            #expect((figures.value(atPath: "contention.fairVsGuarded")?.doubleValue ?? 0) > 0)
+            #expect(
+                stdout.contains("| contention, writes/s: the bare kernel lock with the lease's bookkeeping"))
             let longer = figures.value(atPath: "contention.longerFloorTurns")?.arrayValue ?? []
             #expect(longer.compactMap { $0.value(atPath: "writesPerTurn")?.intValue } == [4, 5, 6])
             for run in longer {

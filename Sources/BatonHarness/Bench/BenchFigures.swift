@@ -162,6 +162,17 @@ struct BenchFigures: Encodable {
         var floorErrors: Int
         /// The fair lease's throughput over the floor's.
         var fairVsFloor: Double
+        /// The same turns through the bare kernel lock plus the file operations and the history
+        /// row the lease's guarantees rest on (``GuardedFloor``): the floor of a lease with them.
+        var guardedWritesPerSec: Double
+        var guardedP50Ms: Double
+        var guardedP99Ms: Double
+        var guardedMaxMs: Double
+        var guardedErrors: Int
+        /// The guarded floor's throughput over the floor's: what the guarantees cost.
+        var guardedVsFloor: Double
+        /// The fair lease's throughput over the guarded floor's: what the lease's own code costs.
+        var fairVsGuarded: Double
         /// The bounded lease: a holder renews its turn until a waiter has waited `budgetMs`.
         var budgetMs: Double
         var boundedWritesPerSec: Double
@@ -217,6 +228,14 @@ struct BenchFigures: Encodable {
             floorP99Ratio = ratio(floor.p99Ms, busy.p99Ms)
             floorErrors = floor.errors
             fairVsFloor = ratio(lease.writesPerSec, floor.writesPerSec)
+            let guarded = modes["guarded"] ?? none
+            guardedWritesPerSec = round(guarded.writesPerSec)
+            (guardedP50Ms, guardedP99Ms, guardedMaxMs) = (
+                round(guarded.p50Ms, 100), round(guarded.p99Ms, 100), round(guarded.maxMs, 100)
+            )
+            guardedErrors = guarded.errors
+            guardedVsFloor = ratio(guarded.writesPerSec, floor.writesPerSec)
+            fairVsGuarded = ratio(lease.writesPerSec, guarded.writesPerSec)
             budgetMs = round(budget.inMilliseconds, 1000)
             boundedWritesPerSec = round(bounded.writesPerSec)
             (boundedP50Ms, boundedP99Ms, boundedMaxMs) = (

@@ -177,6 +177,10 @@ public struct BenchSuite: Sendable {
             ),
             (
                 "contention",
+                "| contention, writes/s: the bare kernel lock with the lease's bookkeeping (its guarded floor) vs the bare kernel lock; the fair lease vs the guarded floor | \(v("contention.guardedWritesPerSec")) | \(v("contention.floorWritesPerSec")) | \(v("contention.guardedVsFloor")); fair \(v("contention.fairVsGuarded")) |"
+            ),
+            (
+                "contention",
                 "| contention, writes/s: bounded lease (budget \(v("contention.budgetMs")) ms) vs busy timeout | \(v("contention.boundedWritesPerSec")) | \(v("contention.baselineWritesPerSec")) | \(v("contention.boundedThroughputRatio")) |"
             ),
             (
@@ -189,7 +193,7 @@ public struct BenchSuite: Sendable {
             ),
             (
                 "contention",
-                "| contention, errors (SQLITE_BUSY): fair, bounded | \(v("contention.batonErrors")), \(v("contention.boundedErrors")) | busy \(v("contention.baselineErrors")), floor \(v("contention.floorErrors")), floor with longer turns \(longerFloorTurnErrors()) | |"
+                "| contention, errors (SQLITE_BUSY): fair, bounded | \(v("contention.batonErrors")), \(v("contention.boundedErrors")) | busy \(v("contention.baselineErrors")), floor \(v("contention.floorErrors")), guarded floor \(v("contention.guardedErrors")), floor with longer turns \(longerFloorTurnErrors()) | |"
             ),
             (
                 "readers",

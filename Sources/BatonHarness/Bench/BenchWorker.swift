@@ -10,7 +10,8 @@ import Logging
 /// commits, or one sync down measured for peak RSS.
 public struct BenchWorker: Sendable {
     /// `lease` (the strictly fair lease: hand over after every turn), `bounded` (renew while no
-    /// waiter has waited `budgetMicroseconds`), `busy`, `floor`, `reader` or `syncdown`.
+    /// waiter has waited `budgetMicroseconds`), `busy`, `floor`, `guarded` (the floor with the
+    /// lease's bookkeeping, ``GuardedFloor``), `reader` or `syncdown`.
     public var mode: String
     public var dir: String
     public var writes = 200
@@ -41,9 +42,10 @@ public struct BenchWorker: Sendable {
         let unfenced = try UnfencedStore.open(directory: shared, logger: logger)
         let store = unfenced.store
         switch mode {
-        case "lease", "bounded", "busy", "floor":
+        case "lease", "bounded", "busy", "floor", "guarded":
             let lease = try WriterLease(directory: shared, store: store, name: name)
             let floor = mode == "floor" ? try KernelLockFloor(path: dir + "/bench-floor.lock") : nil
+            let guarded = mode == "guarded" ? try GuardedFloor(directory: dir, name: name) : nil
             if waitForGo {
                 output("ready")
                 _ = readLine()
@@ -51,7 +53,7 @@ public struct BenchWorker: Sendable {
             // Every mode runs on the lease's executor, so they differ only in how they take
             // turns: the lease's waits then block the thread that runs the turn.
             let result = try await withTaskExecutorPreference(lease.executor) {
-                try await contend(unfenced, lease: lease, floor: floor)
+                try await contend(unfenced, lease: lease, floor: floor, guarded: guarded)
             }
             output(result.jsonString)
         case "reader":
@@ -91,13 +93,13 @@ public struct BenchWorker: Sendable {
     }
 
     /// The contention loop: `writes` small writes, each timed from when it was ready to its
-    /// commit. `lease` and `floor` take turns of `burst` writes and pause before asking again;
-    /// `bounded` renews its turn after each `burst` writes (no pause) until a waiter has waited
-    /// past the budget, then releases and pauses; `busy` writes one at a time and lets SQLite's
-    /// busy timeout sort out who goes.
-    private func contend(_ unfenced: UnfencedStore, lease: WriterLease, floor: KernelLockFloor?) async throws
-        -> JSONValue
-    {
+    /// commit. `lease`, `floor` and `guarded` take turns of `burst` writes and pause before
+    /// asking again; `bounded` renews its turn after each `burst` writes (no pause) until a waiter
+    /// has waited past the budget, then releases and pauses; `busy` writes one at a time and lets
+    /// SQLite's busy timeout sort out who goes.
+    private func contend(
+        _ unfenced: UnfencedStore, lease: WriterLease, floor: KernelLockFloor?, guarded: GuardedFloor?
+    ) async throws -> JSONValue {
         var latencies: [Double] = []
         var errors = 0
         let clock = ContinuousClock()
@@ -144,13 +146,22 @@ public struct BenchWorker: Sendable {
                     latencies.append(BenchStats.seconds(clock.now - ready) * 1000)
                     index += 1
                 } else {
-                    // A turn: the lease, or the floor's bare kernel lock around the same writes.
+                    // A turn: the lease, or the floor's bare kernel lock (with the lease's
+                    // bookkeeping, in the guarded mode) around the same writes.
                     let held = mode == "lease" ? try await lease.acquire() : nil
-                    if held == nil { try floor?.lock() }
+                    if held == nil {
+                        try floor?.lock()
+                        try guarded?.lock()
+                    }
                     let granted = MonotonicClock.nanos()
                     defer {
                         let written = MonotonicClock.nanos()
-                        if let held { lease.release(held) } else { floor?.unlock() }
+                        if let held {
+                            lease.release(held)
+                        } else {
+                            floor?.unlock()
+                            guarded?.unlock()
+                        }
                         turns.append([
                             .int(Int64(granted)), .int(Int64(written)), .int(Int64(MonotonicClock.nanos())),
                         ])
@@ -160,6 +171,8 @@ public struct BenchWorker: Sendable {
                         let row = row()
                         if let held {
                             try await unfenced.store.write(held.fence) { try $0.upsert(row, into: "writes") }
+                        } else if let guarded {
+                            try guarded.write(unfenced, row)
                         } else {
                             try Self.writeNow(row, unfenced)
                         }

@@ -16,10 +16,14 @@ struct ProcessBench {
 
     /// The contention modes, in the order each round runs them, by the name their figures go
     /// under: the strictly fair lease, the bounded lease, the busy timeout, the bare kernel lock,
-    /// and the bare kernel lock with longer turns (`floorN`: turns of N writes, the floor of a
-    /// lease whose holders keep it for more than one turn, as the bounded lease's do).
+    /// the bare kernel lock with the lease's bookkeeping (``GuardedFloor``), and the bare kernel
+    /// lock with longer turns (`floorN`: turns of N writes, the floor of a lease whose holders
+    /// keep it for more than one turn, as the bounded lease's do).
     static let contentionModes: [(name: String, mode: String, burst: Int)] =
-        [("lease", "lease", 2), ("bounded", "bounded", 2), ("busy", "busy", 2), ("floor", "floor", 2)]
+        [
+            ("lease", "lease", 2), ("bounded", "bounded", 2), ("busy", "busy", 2), ("floor", "floor", 2),
+            ("guarded", "guarded", 2),
+        ]
         + longerFloorTurns.map { ("floor\($0)", "floor", $0) }
     /// The writes per turn of the floor's longer turns.
     static let longerFloorTurns = [4, 5, 6]

@@ -1,0 +1,166 @@
+import BatonCoordinator
+import BatonJSON
+import BatonStore
+import Foundation
+
+/// The floor of a lease with the writer lease's guarantees: the bare kernel lock's turn
+/// (``KernelLockFloor``) plus, written out plainly, every file operation and store write those
+/// guarantees rest on, and nothing else. What a fair lease turn costs beyond it is the lease's
+/// own code (its tasks, its waits, its state); what it costs beyond ``KernelLockFloor`` is also
+/// the guarantees.
+///
+/// Per turn, as `WriterLease` does them:
+/// - the wait announced on a waiters' board (a slot's lock and a `pwrite`), and left once granted;
+/// - a blocking `flock` on a lock file of its own, then an `lstat` that it is still in place;
+/// - the last holder's record read and parsed, and the first beat written, with the next epoch;
+/// - the first write reading the store's epoch and recording the holding in the lease history in
+///   its own transaction; an `lstat` before every commit;
+/// - the release record written before the unlock.
+///
+/// No heartbeat thread, takeover watch, wait timeout or cancellation: a bench worker alone can
+/// block its thread in the kernel for as long as it takes.
+final class GuardedFloor: @unchecked Sendable {
+    // @unchecked: used by the one task of a bench worker, one turn at a time.
+
+    static let slotCount = 64
+    static let slotSize = 32
+    /// Linux's open-file-description lock command (`F_OFD_SETLK`).
+    private static let setLock: Int32 = 37
+
+    private let lockPath: String
+    private let lockFd: Int32
+    private let identity: FileIdentity?
+    private let boardFd: Int32
+    private let name: String
+    private let pid = getpid()
+    /// The slot this process announces its waits in, claimed at the first wait.
+    private var slot: Int?
+    /// The holding's epoch (0 until known: with no record, the first write takes the store's
+    /// epoch + 1) and how the interval before it ends, as the last record said.
+    private var epoch: Int64 = 0
+    private var closing: LeaseClosing?
+    private var granted: Int64 = 0
+    private var recorded = false
+
+    init(directory: String, name: String) throws {
+        self.name = name
+        lockPath = directory + "/bench-guarded.lock"
+        lockFd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        boardFd = open(directory + "/bench-guarded.waiters", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard lockFd >= 0, boardFd >= 0 else {
+            throw CLIError(
+                message: "cannot open the guarded floor's files: \(String(cString: strerror(errno)))")
+        }
+        var opened = stat()
+        identity =
+            fstat(lockFd, &opened) == 0
+            ? FileIdentity(device: UInt64(opened.st_dev), inode: UInt64(opened.st_ino)) : nil
+    }
+
+    deinit {
+        close(lockFd)
+        close(boardFd)
+    }
+
+    /// Announces the wait, blocks until the lock is granted, checks the lock file, reads the last
+    /// record, beats with the next epoch and leaves the board.
+    func lock() throws {
+        announce()
+        while flock(lockFd, LOCK_EX) != 0 {
+            guard errno == EINTR else {
+                leave()
+                throw CLIError(message: "flock: \(String(cString: strerror(errno)))")
+            }
+        }
+        guard FileIdentity.of(lockPath) == identity else {
+            _ = flock(lockFd, LOCK_UN)
+            leave()
+            throw CLIError(message: "the guarded floor's lock file was replaced")
+        }
+        var bytes = [UInt8](repeating: 0, count: 256)
+        let count = pread(lockFd, &bytes, bytes.count, 0)
+        let last = count > 0 ? HeartbeatRecord(parsing: Array(bytes[..<count])) : nil
+        epoch = last.map { $0.epoch + 1 } ?? 0
+        closing = last.flatMap { $0.closing(of: $0.epoch) }
+        granted = WallClock.nowMillis()
+        recorded = false
+        if epoch > 0 { overwrite(record(released: 0)) }
+        leave()
+    }
+
+    /// One write of the turn; the first records the holding, each checks the lock file before
+    /// it commits.
+    func write(_ unfenced: UnfencedStore, _ row: JSONObject) throws {
+        try unfenced.write { transaction in
+            if !recorded {
+                let current = try transaction.leaseEpoch()
+                if epoch == 0 { epoch = current + 1 }
+                guard current < epoch else {
+                    throw CLIError(message: "the store's epoch \(current) is not below \(epoch)")
+                }
+                let closes =
+                    closing.flatMap { $0.epoch == current ? $0 : nil }
+                    ?? LeaseClosing(epoch: current, at: WallClock.nowMillis(), kind: .takenOver)
+                try transaction.recordLeaseEpoch(
+                    epoch, name: name, pid: pid, acquired: max(granted, closes.at), closing: closes)
+            }
+            try transaction.upsert(row, into: "writes")
+            guard FileIdentity.of(lockPath) == identity else {
+                throw CLIError(message: "the guarded floor's lock file was replaced")
+            }
+        }
+        recorded = true
+    }
+
+    /// Writes the release record and unlocks.
+    func unlock() {
+        overwrite(record(released: WallClock.nowMillis()))
+        _ = flock(lockFd, LOCK_UN)
+    }
+
+    private func record(released: Int64) -> HeartbeatRecord {
+        HeartbeatRecord(
+            pid: pid, epoch: epoch, beat: MonotonicClock.nanos(), termMillis: 2000, released: released,
+            closing: closing)
+    }
+
+    private func overwrite(_ record: HeartbeatRecord) {
+        let bytes = record.bytes
+        _ = bytes.withUnsafeBytes { pwrite(lockFd, $0.baseAddress, $0.count, 0) }
+    }
+
+    /// Claims a slot (the first time: the search starts at one picked by the process id, as the
+    /// lease's does) and writes the wait into it.
+    private func announce() {
+        if slot == nil {
+            let first = Int((UInt32(bitPattern: pid) &* 2_654_435_761) >> 26) % Self.slotCount
+            slot = (0..<Self.slotCount).lazy.map { (first + $0) % Self.slotCount }
+                .first { Self.lock(self.boardFd, slot: $0, type: Int16(F_WRLCK)) }
+        } else if let slot {
+            _ = Self.lock(boardFd, slot: slot, type: Int16(F_WRLCK))
+        }
+        guard let slot else { return }
+        var bytes = [UInt8](repeating: 0, count: Self.slotSize)
+        withUnsafeBytes(of: pid.littleEndian) { bytes.replaceSubrange(0..<4, with: $0) }
+        withUnsafeBytes(of: MonotonicClock.nanos().littleEndian) { bytes.replaceSubrange(8..<16, with: $0) }
+        _ = pwrite(boardFd, bytes, bytes.count, off_t(slot * Self.slotSize))
+    }
+
+    /// Empties the slot and lets its lock go.
+    private func leave() {
+        guard let slot else { return }
+        let zeros = [UInt8](repeating: 0, count: Self.slotSize)
+        _ = pwrite(boardFd, zeros, zeros.count, off_t(slot * Self.slotSize))
+        _ = Self.lock(boardFd, slot: slot, type: Int16(F_UNLCK))
+    }
+
+    private static func lock(_ fd: Int32, slot: Int, type: Int16) -> Bool {
+        var lock = flock()
+        lock.l_type = type
+        lock.l_whence = Int16(SEEK_SET)
+        lock.l_start = off_t(slot * slotSize)
+        lock.l_len = off_t(slotSize)
+        lock.l_pid = 0
+        return fcntl(fd, setLock, &lock) == 0
+    }
+}
