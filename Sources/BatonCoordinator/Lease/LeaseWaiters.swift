@@ -12,7 +12,7 @@ import Foundation
 ///
 /// Slot layout, little-endian: pid (Int32, 0 for a free slot), priority (Int32), waiting since
 /// (UInt64, `CLOCK_MONOTONIC` ns, which every process of a boot shares), 16 bytes unused.
-final class LeaseWaiters: Sendable {
+package final class LeaseWaiters: Sendable {
     static let slotCount = 64
     static let slotSize = 32
 
@@ -25,7 +25,7 @@ final class LeaseWaiters: Sendable {
     /// waiter is seen).
     private let readFd: Int32
 
-    init(path: String) {
+    package init(path: String) {
         self.path = path
         readFd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
     }
@@ -37,7 +37,7 @@ final class LeaseWaiters: Sendable {
 
     /// A slot held by a waiter: its own descriptor, so two waits of one process never share
     /// an open file description (whose locks would not exclude each other).
-    struct Ticket: Sendable {
+    package struct Ticket: Sendable {
         fileprivate let fd: Int32
         fileprivate let slot: Int
     }
@@ -59,7 +59,7 @@ final class LeaseWaiters: Sendable {
     ///
     /// The search starts at a slot picked by the process id, so waiters of different processes
     /// rarely try the same slots first.
-    func enter(priority: Int, since: UInt64) -> Ticket? {
+    package func enter(priority: Int, since: UInt64) -> Ticket? {
         let fd = spare.withLock { $0.popLast() } ?? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return nil }
         let pid = getpid()
@@ -82,7 +82,7 @@ final class LeaseWaiters: Sendable {
     }
 
     /// Empties the slot and lets it go (its descriptor is kept for the next wait).
-    func leave(_ ticket: Ticket) {
+    package func leave(_ ticket: Ticket) {
         let zeros = [UInt8](repeating: 0, count: Self.slotSize)
         let emptied = pwrite(ticket.fd, zeros, zeros.count, off_t(ticket.slot * Self.slotSize)) == zeros.count
         guard emptied, Self.lock(ticket.fd, slot: ticket.slot, type: Int16(F_UNLCK)) else {

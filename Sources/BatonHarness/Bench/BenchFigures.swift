@@ -207,49 +207,43 @@ struct BenchFigures: Encodable {
             let (lease, busy) = (modes["lease"] ?? none, modes["busy"] ?? none)
             let (floor, bounded) = (modes["floor"] ?? none, modes["bounded"] ?? none)
             func ratio(_ a: Double, _ b: Double) -> Double { round(a / max(b, 1e-9), 1000) }
+            /// A mode's p50, p99 and longest wait, in ms to two decimals.
+            func latencies(_ run: ProcessBench.Contention) -> (Double, Double, Double) {
+                (round(run.p50Ms, 100), round(run.p99Ms, 100), round(run.maxMs, 100))
+            }
             batonWritesPerSec = round(lease.writesPerSec)
             baselineWritesPerSec = round(busy.writesPerSec)
             writesRatio = ratio(lease.writesPerSec, busy.writesPerSec)
             throughputRatio = writesRatio
             batonErrors = lease.errors
             baselineErrors = busy.errors
-            (batonP50Ms, batonP99Ms, batonMaxMs) = (
-                round(lease.p50Ms, 100), round(lease.p99Ms, 100), round(lease.maxMs, 100)
-            )
-            (baselineP50Ms, baselineP99Ms, baselineMaxMs) = (
-                round(busy.p50Ms, 100), round(busy.p99Ms, 100), round(busy.maxMs, 100)
-            )
+            (batonP50Ms, batonP99Ms, batonMaxMs) = latencies(lease)
+            (baselineP50Ms, baselineP99Ms, baselineMaxMs) = latencies(busy)
             p99Ratio = ratio(lease.p99Ms, busy.p99Ms)
             floorWritesPerSec = round(floor.writesPerSec)
-            (floorP50Ms, floorP99Ms, floorMaxMs) = (
-                round(floor.p50Ms, 100), round(floor.p99Ms, 100), round(floor.maxMs, 100)
-            )
+            (floorP50Ms, floorP99Ms, floorMaxMs) = latencies(floor)
             floorThroughputRatio = ratio(floor.writesPerSec, busy.writesPerSec)
             floorP99Ratio = ratio(floor.p99Ms, busy.p99Ms)
             floorErrors = floor.errors
             fairVsFloor = ratio(lease.writesPerSec, floor.writesPerSec)
             let guarded = modes["guarded"] ?? none
             guardedWritesPerSec = round(guarded.writesPerSec)
-            (guardedP50Ms, guardedP99Ms, guardedMaxMs) = (
-                round(guarded.p50Ms, 100), round(guarded.p99Ms, 100), round(guarded.maxMs, 100)
-            )
+            (guardedP50Ms, guardedP99Ms, guardedMaxMs) = latencies(guarded)
             guardedErrors = guarded.errors
             guardedVsFloor = ratio(guarded.writesPerSec, floor.writesPerSec)
             fairVsGuarded = ratio(lease.writesPerSec, guarded.writesPerSec)
             budgetMs = round(budget.inMilliseconds, 1000)
             boundedWritesPerSec = round(bounded.writesPerSec)
-            (boundedP50Ms, boundedP99Ms, boundedMaxMs) = (
-                round(bounded.p50Ms, 100), round(bounded.p99Ms, 100), round(bounded.maxMs, 100)
-            )
+            (boundedP50Ms, boundedP99Ms, boundedMaxMs) = latencies(bounded)
             boundedErrors = bounded.errors
             boundedThroughputRatio = ratio(bounded.writesPerSec, busy.writesPerSec)
             boundedP99Ratio = ratio(bounded.p99Ms, busy.p99Ms)
             longerFloorTurns = ProcessBench.longerFloorTurns.map { writes in
                 let run = modes["floor\(writes)"] ?? none
+                let (p50, p99, longest) = latencies(run)
                 return FloorTurns(
-                    writesPerTurn: writes, writesPerSec: round(run.writesPerSec),
-                    p50Ms: round(run.p50Ms, 100),
-                    p99Ms: round(run.p99Ms, 100), maxMs: round(run.maxMs, 100), errors: run.errors,
+                    writesPerTurn: writes, writesPerSec: round(run.writesPerSec), p50Ms: p50, p99Ms: p99,
+                    maxMs: longest, errors: run.errors,
                     throughputRatio: ratio(run.writesPerSec, busy.writesPerSec),
                     p99Ratio: ratio(run.p99Ms, busy.p99Ms))
             }

@@ -10,7 +10,8 @@ import Foundation
 /// the guarantees.
 ///
 /// Per turn, as `WriterLease` does them:
-/// - the wait announced on a waiters' board (a slot's lock and a `pwrite`), and left once granted;
+/// - the wait announced on a waiters' board (the lease's own, ``LeaseWaiters``), and left once
+///   granted;
 /// - a blocking `flock` on a lock file of its own, then an `lstat` that it is still in place;
 /// - the last holder's record read and parsed, and the first beat written, with the next epoch;
 /// - the first write reading the store's epoch and recording the holding in the lease history in
@@ -22,19 +23,15 @@ import Foundation
 final class GuardedFloor: @unchecked Sendable {
     // @unchecked: used by the one task of a bench worker, one turn at a time.
 
-    static let slotCount = 64
-    static let slotSize = 32
-    /// Linux's open-file-description lock command (`F_OFD_SETLK`).
-    private static let setLock: Int32 = 37
-
     private let lockPath: String
     private let lockFd: Int32
     private let identity: FileIdentity?
-    private let boardFd: Int32
+    /// The lease's own waiters' board, on a file of the guarded floor's.
+    private let board: LeaseWaiters
     private let name: String
     private let pid = getpid()
-    /// The slot this process announces its waits in, claimed at the first wait.
-    private var slot: Int?
+    /// The slot of the wait announced now.
+    private var ticket: LeaseWaiters.Ticket?
     /// The holding's epoch (0 until known: with no record, the first write takes the store's
     /// epoch + 1) and how the interval before it ends, as the last record said.
     private var epoch: Int64 = 0
@@ -46,10 +43,10 @@ final class GuardedFloor: @unchecked Sendable {
         self.name = name
         lockPath = directory + "/bench-guarded.lock"
         lockFd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        boardFd = open(directory + "/bench-guarded.waiters", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard lockFd >= 0, boardFd >= 0 else {
+        board = LeaseWaiters(path: directory + "/bench-guarded.waiters")
+        guard lockFd >= 0 else {
             throw CLIError(
-                message: "cannot open the guarded floor's files: \(String(cString: strerror(errno)))")
+                message: "cannot open the guarded floor's lock file: \(String(cString: strerror(errno)))")
         }
         var opened = stat()
         identity =
@@ -59,7 +56,6 @@ final class GuardedFloor: @unchecked Sendable {
 
     deinit {
         close(lockFd)
-        close(boardFd)
     }
 
     /// Announces the wait, blocks until the lock is granted, checks the lock file, reads the last
@@ -129,38 +125,14 @@ final class GuardedFloor: @unchecked Sendable {
         _ = bytes.withUnsafeBytes { pwrite(lockFd, $0.baseAddress, $0.count, 0) }
     }
 
-    /// Claims a slot (the first time: the search starts at one picked by the process id, as the
-    /// lease's does) and writes the wait into it.
+    /// Announces the wait on the waiters' board, as the lease does.
     private func announce() {
-        if slot == nil {
-            let first = Int((UInt32(bitPattern: pid) &* 2_654_435_761) >> 26) % Self.slotCount
-            slot = (0..<Self.slotCount).lazy.map { (first + $0) % Self.slotCount }
-                .first { Self.lock(self.boardFd, slot: $0, type: Int16(F_WRLCK)) }
-        } else if let slot {
-            _ = Self.lock(boardFd, slot: slot, type: Int16(F_WRLCK))
-        }
-        guard let slot else { return }
-        var bytes = [UInt8](repeating: 0, count: Self.slotSize)
-        withUnsafeBytes(of: pid.littleEndian) { bytes.replaceSubrange(0..<4, with: $0) }
-        withUnsafeBytes(of: MonotonicClock.nanos().littleEndian) { bytes.replaceSubrange(8..<16, with: $0) }
-        _ = pwrite(boardFd, bytes, bytes.count, off_t(slot * Self.slotSize))
+        ticket = board.enter(priority: 0, since: MonotonicClock.nanos())
     }
 
-    /// Empties the slot and lets its lock go.
+    /// Empties the slot and lets it go.
     private func leave() {
-        guard let slot else { return }
-        let zeros = [UInt8](repeating: 0, count: Self.slotSize)
-        _ = pwrite(boardFd, zeros, zeros.count, off_t(slot * Self.slotSize))
-        _ = Self.lock(boardFd, slot: slot, type: Int16(F_UNLCK))
-    }
-
-    private static func lock(_ fd: Int32, slot: Int, type: Int16) -> Bool {
-        var lock = flock()
-        lock.l_type = type
-        lock.l_whence = Int16(SEEK_SET)
-        lock.l_start = off_t(slot * slotSize)
-        lock.l_len = off_t(slotSize)
-        lock.l_pid = 0
-        return fcntl(fd, setLock, &lock) == 0
+        if let ticket { board.leave(ticket) }
+        ticket = nil
     }
 }
