@@ -175,7 +175,7 @@ if ProcessInfo.processInfo.environment["BATON_FUZZ"] != nil {
         ("FuzzSOQL", "soql", ["SOQL"]),
         ("FuzzDateTime", "datetime", ["SOQL"]),
         ("FuzzLifecycle", "lifecycle", ["BatonCoordinator"]),
-        ("FuzzLeaseRecord", "lease-record", ["BatonCoordinator"]),
+        ("FuzzLeaseRecord", "lease-record", ["BatonCoordinator", "BatonStore"]),
         ("FuzzParticipantStatus", "participant-status", ["BatonCoordinator"]),
         ("FuzzSchema", "schema", ["BatonServer"]),
         (

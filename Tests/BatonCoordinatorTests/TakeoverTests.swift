@@ -150,6 +150,17 @@ struct TakeoverWatchTests {
             pid: .max, epoch: .max, beat: .max, termMillis: 3_600_000, takenOver: .max)
         #expect(widest.line.utf8.count == HeartbeatRecord.length)
         #expect(HeartbeatRecord(parsing: widest.line) == widest)
+        // Every number at its widest, signs included: the record is built whole (past the fixed
+        // length when it must be), never cut.
+        let longest = HeartbeatRecord(
+            pid: .min, epoch: .min, beat: .max, termMillis: .min, takenOver: .min, released: .min,
+            closing: LeaseClosing(epoch: .min, at: .min, kind: .takenOver))
+        let longestText =
+            "baton-lease pid=-2147483648 epoch=-9223372036854775808 beat=18446744073709551615"
+            + " term=-9223372036854775808 from=-9223372036854775808 released=-9223372036854775808"
+            + " close=-9223372036854775808:-9223372036854775808:t"
+        #expect(
+            longest.line == longestText + String(repeating: " ", count: 223 - longestText.utf8.count) + "\n")
         #expect(HeartbeatRecord(parsing: "123\n") == nil)
         #expect(HeartbeatRecord(parsing: "") == nil)
         #expect(HeartbeatRecord(parsing: "baton-lease pid=0 epoch=1 beat=2 term=3") == nil)

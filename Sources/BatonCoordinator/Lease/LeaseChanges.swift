@@ -6,7 +6,7 @@ import Foundation
 /// replaced or deleted (a takeover: the waits on the old generation are moot), when the kernel
 /// grants the lock, when `wait` times out, or when the task is cancelled.
 final class LeaseChanges: Sendable {
-    private let state = Locked<(rings: Int, waiters: [CheckedContinuation<Void, Never>])>((0, []))
+    private let state = Locked<(rings: Int, waiters: [UnsafeContinuation<Void, Never>])>((0, []))
     private let listener = Locked<Task<Void, Never>?>(nil)
     private let clock = LeaseClock()
 
@@ -64,7 +64,7 @@ final class LeaseChanges: Sendable {
         let timer = clock.schedule(at: ContinuousClock.now + timeout) { [self] in ring() }
         defer { clock.cancel(timer) }
         await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
+            await withUnsafeContinuation { continuation in
                 let ready = state.withLock { state -> Bool in
                     if state.rings != seen { return true }
                     state.waiters.append(continuation)

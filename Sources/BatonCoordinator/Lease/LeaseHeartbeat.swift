@@ -50,52 +50,64 @@ public struct HeartbeatRecord: Sendable, Hashable {
     /// close=EPOCH:MS:r|t|n|-`, padded with spaces.
     public var line: String { String(decoding: bytes, as: UTF8.self) }
 
-    /// ``line``'s bytes. Written on every beat, every take and every release of the lease, so
-    /// it is built byte by byte, without string interpolation or Foundation's padding.
-    public var bytes: [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(Self.length)
-        func text(_ string: StaticString) {
-            string.withUTF8Buffer { out.append(contentsOf: $0) }
+    /// ``line``'s bytes.
+    public var bytes: [UInt8] { withBytes { Array($0) } }
+
+    /// Calls `body` with ``bytes``, built in a buffer on the stack: written on every beat,
+    /// every take and every release of the lease, so the record is built byte by byte, with no
+    /// string interpolation, Foundation padding or array.
+    public func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+        // The longest record (every number at its widest) is 212 bytes.
+        try withUnsafeTemporaryAllocation(byteCount: 256, alignment: 1) { buffer in
+            var count = 0
+            func append(_ byte: UInt8) {
+                buffer[count] = byte
+                count += 1
+            }
+            func text(_ string: StaticString) {
+                string.withUTF8Buffer { for byte in $0 { append(byte) } }
+            }
+            func number<N: BinaryInteger>(_ value: N) {
+                if value < 0 { append(UInt8(ascii: "-")) }
+                // Least significant digit first, then turned around in place.
+                let first = count
+                var magnitude = value.magnitude
+                repeat {
+                    append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+                    magnitude /= 10
+                } while magnitude > 0
+                var (low, high) = (first, count - 1)
+                while low < high {
+                    buffer.swapAt(low, high)
+                    (low, high) = (low + 1, high - 1)
+                }
+            }
+            text("baton-lease pid=")
+            number(pid)
+            text(" epoch=")
+            number(epoch)
+            text(" beat=")
+            number(beat)
+            text(" term=")
+            number(termMillis)
+            text(" from=")
+            number(takenOver)
+            text(" released=")
+            number(released)
+            text(" close=")
+            if let closing {
+                number(closing.epoch)
+                append(UInt8(ascii: ":"))
+                number(closing.at)
+                append(UInt8(ascii: ":"))
+                append(closing.kind.letter.asciiValue ?? UInt8(ascii: "-"))
+            } else {
+                append(UInt8(ascii: "-"))
+            }
+            while count < Self.length - 1 { append(UInt8(ascii: " ")) }
+            append(UInt8(ascii: "\n"))
+            return try body(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
         }
-        func number<T: BinaryInteger>(_ value: T) {
-            if value < 0 { out.append(UInt8(ascii: "-")) }
-            // Least significant digit first, then turned around in place (no array per number).
-            let first = out.count
-            var magnitude = value.magnitude
-            repeat {
-                out.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
-                magnitude /= 10
-            } while magnitude > 0
-            out[first...].reverse()
-        }
-        text("baton-lease pid=")
-        number(pid)
-        text(" epoch=")
-        number(epoch)
-        text(" beat=")
-        number(beat)
-        text(" term=")
-        number(termMillis)
-        text(" from=")
-        number(takenOver)
-        text(" released=")
-        number(released)
-        text(" close=")
-        if let closing {
-            number(closing.epoch)
-            out.append(UInt8(ascii: ":"))
-            number(closing.at)
-            out.append(UInt8(ascii: ":"))
-            out.append(closing.kind.letter.asciiValue ?? UInt8(ascii: "-"))
-        } else {
-            out.append(UInt8(ascii: "-"))
-        }
-        if out.count < Self.length - 1 {
-            out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: Self.length - 1 - out.count))
-        }
-        out.append(UInt8(ascii: "\n"))
-        return out
     }
 
     /// Parses ``line``; nil for anything else (an empty file, a pid written by an older Baton).
@@ -112,59 +124,64 @@ public struct HeartbeatRecord: Sendable, Hashable {
         self = parsed
     }
 
+    /// Parses bytes read into a buffer, as ``init(parsing:)-([UInt8])`` does.
+    public init?(parsing bytes: UnsafeBufferPointer<UInt8>) {
+        guard let parsed = Self.parse(bytes) else { return nil }
+        self = parsed
+    }
+
+    /// Parses the eight fields in order, field by field (a new holder parses the last record on
+    /// every turn: nothing is allocated).
     private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> HeartbeatRecord? {
-        var fields: [Slice<UnsafeBufferPointer<UInt8>>] = []
-        fields.reserveCapacity(8)
-        var start: Int?
-        for index in 0...bytes.count {
-            let isSpace: Bool
-            if index == bytes.count {
-                isSpace = true
-            } else {
-                switch bytes[index] {
-                case 0x20, 0x0A, 0x09, 0x0D: isSpace = true
-                default: isSpace = false
-                }
-            }
-            if isSpace, let begun = start {
-                guard fields.count < 8 else { return nil }
-                fields.append(bytes[begun..<index])
-                start = nil
-            } else if !isSpace, start == nil {
-                start = index
-            }
+        typealias Field = Slice<UnsafeBufferPointer<UInt8>>
+        func isSpace(_ byte: UInt8) -> Bool {
+            byte == 0x20 || byte == 0x0A || byte == 0x09 || byte == 0x0D
         }
-        guard fields.count == 8, fields[0].elementsEqual("baton-lease".utf8) else { return nil }
-        /// The value of `key=value` in field `index`, nil when the key is not `key`.
-        func value(_ index: Int, _ key: String) -> Slice<UnsafeBufferPointer<UInt8>>? {
-            let field = fields[index]
-            var keyBytes = key.utf8.makeIterator()
+        var cursor = 0
+        /// The next whitespace-separated field, nil when there is none.
+        func field() -> Field? {
+            while cursor < bytes.count, isSpace(bytes[cursor]) { cursor += 1 }
+            guard cursor < bytes.count else { return nil }
+            let start = cursor
+            while cursor < bytes.count, !isSpace(bytes[cursor]) { cursor += 1 }
+            return bytes[start..<cursor]
+        }
+        /// The value of the next field, `key=value`; nil when there is none or its key is not `key`.
+        func value(_ key: StaticString) -> Field? {
+            guard let field = field() else { return nil }
             var position = field.startIndex
-            while let expected = keyBytes.next() {
-                guard position < field.endIndex, field[position] == expected else { return nil }
-                position += 1
+            let matches = key.withUTF8Buffer { key in
+                for expected in key {
+                    guard position < field.endIndex, field[position] == expected else { return false }
+                    position += 1
+                }
+                return true
             }
-            guard position < field.endIndex, field[position] == UInt8(ascii: "=") else { return nil }
+            guard matches, position < field.endIndex, field[position] == UInt8(ascii: "=") else { return nil }
             return field[(position + 1)...]
         }
-        func integer(_ digits: Slice<UnsafeBufferPointer<UInt8>>?) -> Int64? {
+        func integer(_ digits: Field?) -> Int64? {
             digits.flatMap { Self.decimal($0) }
         }
-        guard let pid = integer(value(1, "pid")).flatMap({ Int32(exactly: $0) }),
-            let epoch = integer(value(2, "epoch")),
-            let beat = value(3, "beat").flatMap({ Self.decimal($0) as UInt64? }),
-            let term = integer(value(4, "term")),
-            let from = integer(value(5, "from")),
-            let released = integer(value(6, "released")),
-            let close = value(7, "close"),
+        guard let head = field(), head.elementsEqual("baton-lease".utf8),
+            let pid = integer(value("pid")).flatMap({ Int32(exactly: $0) }),
+            let epoch = integer(value("epoch")),
+            let beat = value("beat").flatMap({ Self.decimal($0) as UInt64? }),
+            let term = integer(value("term")),
+            let from = integer(value("from")),
+            let released = integer(value("released")),
+            let close = value("close"),
+            field() == nil,
             pid > 0, term > 0
         else { return nil }
         var closing: LeaseClosing?
         if !close.elementsEqual("-".utf8) {
-            let parts = close.split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false)
-            guard parts.count == 3, let closed = integer(parts[0]), let at = integer(parts[1]),
-                parts[2].count == 1,
-                let kind = LeaseClosing.Kind(letter: Character(UnicodeScalar(parts[2].first!)))
+            // EPOCH:MS:LETTER, exactly three parts.
+            guard let first = close.firstIndex(of: UInt8(ascii: ":")),
+                let second = close[(first + 1)...].firstIndex(of: UInt8(ascii: ":")),
+                close[(second + 1)...].count == 1,
+                let closed = integer(close[..<first]), let at = integer(close[(first + 1)..<second]),
+                let kind = LeaseClosing.Kind(ascii: close[second + 1])
             else { return nil }
             closing = LeaseClosing(epoch: closed, at: at, kind: kind)
         }
@@ -304,7 +321,7 @@ final class LeaseHeartbeat: Sendable {
             holding.epoch = epoch
             holding.closing = closing
             state.holding = holding
-            holding.lock.overwrite(record(holding).bytes)
+            record(holding).withBytes { holding.lock.overwrite($0) }
         }
     }
 
@@ -319,7 +336,7 @@ final class LeaseHeartbeat: Sendable {
         state.withLock { state in
             if let released, var holding = state.holding {
                 if let passing { holding.closing = passing }
-                holding.lock.overwrite(record(holding, released: released).bytes)
+                record(holding, released: released).withBytes { holding.lock.overwrite($0) }
             }
             state.holding = nil
         }
@@ -339,7 +356,7 @@ final class LeaseHeartbeat: Sendable {
         // Under the mutex, so a beat never lands after `drop()` returned.
         state.withLock { state in
             guard let holding = state.holding else { return }
-            holding.lock.overwrite(record(holding).bytes)
+            record(holding).withBytes { holding.lock.overwrite($0) }
         }
     }
 

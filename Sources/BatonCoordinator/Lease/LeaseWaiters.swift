@@ -83,8 +83,11 @@ package final class LeaseWaiters: Sendable {
 
     /// Empties the slot and lets it go (its descriptor is kept for the next wait).
     package func leave(_ ticket: Ticket) {
-        let zeros = [UInt8](repeating: 0, count: Self.slotSize)
-        let emptied = pwrite(ticket.fd, zeros, zeros.count, off_t(ticket.slot * Self.slotSize)) == zeros.count
+        let emptied = withUnsafeTemporaryAllocation(byteCount: Self.slotSize, alignment: 8) { zeros in
+            zeros.initializeMemory(as: UInt8.self, repeating: 0)
+            return pwrite(ticket.fd, zeros.baseAddress, zeros.count, off_t(ticket.slot * Self.slotSize))
+                == zeros.count
+        }
         guard emptied, Self.lock(ticket.fd, slot: ticket.slot, type: Int16(F_UNLCK)) else {
             close(ticket.fd)  // drops the slot's lock
             return

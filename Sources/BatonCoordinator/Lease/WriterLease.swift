@@ -151,7 +151,7 @@ public final class WriterLease: Sendable {
     /// or above the record's, the store's epoch is read here.
     private func begin(with lock: FileLock) throws -> Held? {
         // Read what the last holder left before the first beat overwrites it.
-        let last = lock.recordedBytes().flatMap { HeartbeatRecord(parsing: $0) }
+        let last = lock.withRecordedBytes { HeartbeatRecord(parsing: $0) }
         let epoch: Int64
         let closing: LeaseClosing?
         let fence: LeaseFence

@@ -73,9 +73,10 @@ final class GuardedFloor: @unchecked Sendable {
             leave()
             throw CLIError(message: "the guarded floor's lock file was replaced")
         }
-        var bytes = [UInt8](repeating: 0, count: 256)
-        let count = pread(lockFd, &bytes, bytes.count, 0)
-        let last = count > 0 ? HeartbeatRecord(parsing: Array(bytes[..<count])) : nil
+        let last = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 256) { buffer in
+            let count = pread(lockFd, buffer.baseAddress, buffer.count, 0)
+            return count > 0 ? HeartbeatRecord(parsing: UnsafeBufferPointer(rebasing: buffer[..<count])) : nil
+        }
         epoch = last.map { $0.epoch + 1 } ?? 0
         closing = last.flatMap { $0.closing(of: $0.epoch) }
         granted = WallClock.nowMillis()
@@ -121,8 +122,7 @@ final class GuardedFloor: @unchecked Sendable {
     }
 
     private func overwrite(_ record: HeartbeatRecord) {
-        let bytes = record.bytes
-        _ = bytes.withUnsafeBytes { pwrite(lockFd, $0.baseAddress, $0.count, 0) }
+        _ = record.withBytes { pwrite(lockFd, $0.baseAddress, $0.count, 0) }
     }
 
     /// Announces the wait on the waiters' board, as the lease does.

@@ -78,7 +78,12 @@ public final class FileLock: Sendable {
 
     /// Writes `bytes` over the start of the lock file, as the text form does.
     public func overwrite(_ bytes: [UInt8]) {
-        _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        bytes.withUnsafeBytes { overwrite($0) }
+    }
+
+    /// Writes `bytes` over the start of the lock file, as the text form does.
+    public func overwrite(_ bytes: UnsafeRawBufferPointer) {
+        _ = pwrite(fd, bytes.baseAddress, bytes.count, 0)
     }
 
     /// The device and inode of the file this lock holds (its generation), or nil once closed.
@@ -91,9 +96,19 @@ public final class FileLock: Sendable {
         recordedBytes().map { String(decoding: $0, as: UTF8.self) }
     }
 
-    /// ``recorded()``'s bytes, undecoded (a new holder reads the last record on every turn).
+    /// ``recorded()``'s bytes, undecoded.
     public func recordedBytes() -> [UInt8]? {
         Self.readRecord(from: fd)
+    }
+
+    /// Calls `body` with ``recordedBytes()`` read into a buffer on the stack (a new holder reads
+    /// the last record on every turn); nil when the file is empty or unreadable.
+    public func withRecordedBytes<T>(_ body: (UnsafeBufferPointer<UInt8>) throws -> T?) rethrows -> T? {
+        try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 256) { buffer in
+            let count = pread(fd, buffer.baseAddress, buffer.count, 0)
+            guard count > 0 else { return nil }
+            return try body(UnsafeBufferPointer(rebasing: buffer[..<count]))
+        }
     }
 
     /// What the lock file at `path` says (see ``record(_:)``), at most 256 bytes.

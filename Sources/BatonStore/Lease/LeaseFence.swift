@@ -24,11 +24,18 @@ public struct LeaseClosing: Sendable, Hashable {
 
         /// The kind a letter of the lock file's record names.
         public init?(letter: Character) {
-            guard let kind = [Kind.released, .takenOver, .renewed].first(where: { $0.letter == letter })
-            else {
-                return nil
+            guard let ascii = letter.asciiValue else { return nil }
+            self.init(ascii: ascii)
+        }
+
+        /// The kind the letter with this ASCII code names.
+        public init?(ascii: UInt8) {
+            switch ascii {
+            case UInt8(ascii: "r"): self = .released
+            case UInt8(ascii: "t"): self = .takenOver
+            case UInt8(ascii: "n"): self = .renewed
+            default: return nil
             }
-            self = kind
         }
     }
 
