@@ -17,6 +17,27 @@ struct LeaseTurnTests {
         try await Fixture.waitForWaiters(lease, count)
     }
 
+    /// The kernel's name of the calling thread.
+    static func threadName() -> String? {
+        (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8))?
+            .trimmingCharacters(in: .newlines)
+    }
+
+    @Test("the lease's threads carry their names into the kernel (ps -L, top -H, perf)")
+    func threadNames() async throws {
+        let f = try Fixture()
+        let lease = try f.lease("a")
+        let onExecutor = await withTaskExecutorPreference(lease.executor) { Self.threadName() }
+        #expect(onExecutor == "baton.executor")
+        // The holder's heartbeat starts with its first holding.
+        let held = try await lease.acquire()
+        defer { lease.release(held) }
+        let names = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").compactMap {
+            try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)
+        }
+        #expect(names.contains("baton.heartbeat\n"))
+    }
+
     @Test(
         "on the lease's executor a contended wait resumes on the executor, and the turn runs there",
         .timeLimit(.minutes(1)))

@@ -1,3 +1,4 @@
+import BatonLocking
 import Foundation
 
 /// Timeouts for the waits of one writer lease: a thread of its own that sleeps until the earliest
@@ -30,9 +31,7 @@ final class LeaseClock: @unchecked Sendable {
         timers[id] = (deadline, action)
         if !isRunning {
             isRunning = true
-            let thread = Thread { [self] in run() }
-            thread.name = "baton.lease.clock"
-            thread.start()
+            startThread(named: "baton.clock") { [self] in run() }
         } else if sleepingUntil.map({ deadline < $0 }) ?? true {
             condition.signal()
         }

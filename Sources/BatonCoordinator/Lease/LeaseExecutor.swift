@@ -1,3 +1,4 @@
+import BatonLocking
 import Foundation
 import Synchronization
 
@@ -90,9 +91,7 @@ public final class LeaseExecutor: TaskExecutor, @unchecked Sendable {
         nextWorker += 1
         started += 1
         serving = worker
-        let thread = Thread { [self] in run(as: worker) }
-        thread.name = "baton.lease.executor"
-        thread.start()
+        startThread(named: "baton.executor") { [self] in run(as: worker) }
     }
 
     private func run(as worker: Worker) {

@@ -301,11 +301,9 @@ final class LeaseHeartbeat: Sendable {
         beat()
         if start {
             // Until ``close()``, which the owning lease calls when it goes away.
-            let thread = Thread { [self] in
+            startThread(named: "baton.heartbeat") { [self] in
                 while runOnce() {}
             }
-            thread.name = "baton.lease.heartbeat"
-            thread.start()
         } else if signal {
             // A thread already beating every quarter term needs no wake-up (a contended turn of
             // the lease costs no thread switch).

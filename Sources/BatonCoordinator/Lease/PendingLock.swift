@@ -36,9 +36,7 @@ final class PendingLock: Sendable {
             executor.blockAfterCurrentJob(wait)
             return
         }
-        let thread = Thread { wait() }
-        thread.name = "baton.lease.wait"
-        thread.start()
+        startThread(named: "baton.lock.wait") { wait() }
     }
 
     /// The lock once granted (or the error the wait ended with); nil while still waiting.

@@ -1,3 +1,4 @@
+import BatonLocking
 import Foundation
 
 /// Watches a shared directory and some of its subdirectories with the kernel's inotify API
@@ -105,12 +106,10 @@ public struct DirectoryWatcher: Sendable {
             var byte: UInt8 = 1
             _ = write(wakeWrite, &byte, 1)
         }
-        let thread = Thread {
+        startThread(named: "baton.inotify") {
             loop.run(continuation)
             close(wakeWrite)
         }
-        thread.name = "baton.inotify"
-        thread.start()
         return stream
     }
 }

@@ -1,3 +1,4 @@
+import BatonLocking
 import Foundation
 
 /// The write end of the pipe the signal handler writes to (set once, before the handler is
@@ -23,7 +24,7 @@ public final class ShutdownSignals: Sendable {
         reader = fds[0]
         shutdownSignalPipe = fds[1]
         let read = fds[0]
-        let thread = Thread {
+        startThread(named: "baton.signals") {
             var byte: UInt8 = 0
             while true {
                 let count = Glibc.read(read, &byte, 1)
@@ -32,8 +33,6 @@ public final class ShutdownSignals: Sendable {
                 handler()
             }
         }
-        thread.name = "baton.signals"
-        thread.start()
         for number in [SIGTERM, SIGINT] {
             signal(number) { _ in
                 var byte: UInt8 = 1
