@@ -24,6 +24,11 @@ public struct FaultSettings: Sendable, Hashable, Codable {
     /// Held after a write commits, before its response goes out, in milliseconds (so a test
     /// can act — kill the client, say — while the server has committed and the client waits).
     public var holdAfterCommitMs = 0
+    /// Every write request is stamped when it starts and commits this many milliseconds later,
+    /// while other requests go on: records stamped later can be visible before it (Salesforce
+    /// stamps a transaction's records when it starts and shows them when it commits). On the
+    /// ideal clock the records are stamped when they commit.
+    public var commitDelayMs = 0
     /// Seed of the generator behind the rates.
     public var seed: UInt64 = 1
 
@@ -72,6 +77,8 @@ final class FaultInjector: Sendable {
     var latencyMs: Int { state.withLock { $0.settings.latencyMs } }
 
     var holdAfterCommitMs: Int { state.withLock { $0.settings.holdAfterCommitMs } }
+
+    var commitDelayMs: Int { state.withLock { $0.settings.commitDelayMs } }
 
     /// Decides the fault for one data request; `isWrite` requests may get `dropAfterCommit`.
     func decide(isWrite: Bool) -> FaultDecision {

@@ -1,4 +1,5 @@
 import BatonJSON
+import BatonTime
 import Hummingbird
 import HummingbirdCore
 import Logging
@@ -28,12 +29,22 @@ public struct ReferenceServer: Sendable {
         public var locatorLifetime: Duration
         /// The types and fields the server knows (``ServerSchema/standard`` unless extended).
         public var schema: ServerSchema
+        /// How records are stamped: Salesforce's clock unless a test asks for the ideal one.
+        public var clock: ServerClock
+        /// Where record stamps read the time (ms since 1970): the wall clock, or a clock a test
+        /// holds still to make edits land in the same second. Answers' `Date` headers always
+        /// carry the wall clock.
+        public var timeSource: @Sendable () -> Int64
 
         public init(
             host: String = "127.0.0.1", port: Int = 0, token: String, dataPath: String? = nil,
-            locatorLifetime: Duration = .seconds(15 * 60), schema: ServerSchema = .standard
+            locatorLifetime: Duration = .seconds(15 * 60), schema: ServerSchema = .standard,
+            clock: ServerClock = .salesforce,
+            timeSource: @escaping @Sendable () -> Int64 = WallClock.nowMillis
         ) {
             self.schema = schema
+            self.clock = clock
+            self.timeSource = timeSource
             self.host = host
             self.port = port
             self.token = token
@@ -46,6 +57,7 @@ public struct ReferenceServer: Sendable {
     let storage: RecordStorage
     let stats = ServerStats()
     let faults = FaultInjector()
+    let held = HeldTransactions()
     let logger: Logger
 
     /// Opens the storage. Does not listen yet; see ``run(onListening:)``.
@@ -53,7 +65,9 @@ public struct ReferenceServer: Sendable {
         self.configuration = configuration
         self.logger = logger
         do {
-            storage = try RecordStorage(path: configuration.dataPath, schema: configuration.schema)
+            storage = try RecordStorage(
+                path: configuration.dataPath, schema: configuration.schema, clock: configuration.clock,
+                now: configuration.timeSource)
         } catch {
             throw SalesforceError(
                 status: 500, "STORAGE_UNAVAILABLE", "cannot open server data file: \(error)")
@@ -61,10 +75,12 @@ public struct ReferenceServer: Sendable {
     }
 
     /// Seeds `count` records of `type` before or while serving (the `--seed` option).
-    public func seed(type: String, count: Int, timeStamps: Int? = nil, bytes: Int = 0) throws {
+    public func seed(
+        type: String, count: Int, timeStamps: Int? = nil, bytes: Int = 0, ageSeconds: Int = 0
+    ) throws {
         _ = try storage.seed(
             type: type, count: count, timeStamps: max(1, timeStamps ?? count), bytes: bytes,
-            template: [:])
+            template: [:], ageSeconds: ageSeconds)
     }
 
     /// Sets the injected faults.
@@ -138,7 +154,8 @@ public struct ReferenceServer: Sendable {
         CompositeRoutes(storage: storage, data: data).register(on: versioned)
         DescribeRoutes(storage: storage, data: data).register(on: versioned)
         CompositeRequestRoute(storage: storage, data: data).register(on: versioned)
-        AdminRoutes(storage: storage, faults: faults, stats: stats).register(on: router.group("admin"))
+        AdminRoutes(storage: storage, faults: faults, stats: stats, held: held).register(
+            on: router.group("admin"))
         return router
     }
 

@@ -8,9 +8,10 @@ import Testing
 /// own check and only that one.
 @Suite("demo summary checks")
 struct DemoSummaryTests {
-    /// A day that went right: 100 records in pages of 20 with 5 per time stamp; the host stopped
-    /// after 40 and the extension fetched from the tie; 10 changed on the server, 4 deleted
-    /// (2 of them also changed), one local edit synced up.
+    /// A day that went right: 100 records in pages of 20; the host stopped after 40 and the
+    /// extension fetched the page in flight again; 10 changed on the server, 2 more by a
+    /// transaction that committed late, 4 deleted (2 of them also changed), one local edit synced
+    /// up.
     func goodDay() -> DemoSummary.Observation {
         let ids = (1...100).map { String(format: "001%05d", $0) }
         let deleted = Array(ids[0..<4])
@@ -23,12 +24,14 @@ struct DemoSummaryTests {
         server[0]["LastModifiedDate"] = "newer"
         let t = 1_000.0
         return DemoSummary.Observation(
-            records: 100, batchSize: 20, tieSize: 5,
-            // The host's 40, the extension's 60 + 5 tied, and the ghost check's 100 ids.
-            servedBeforeReturn: 40 + 65 + 100,
-            // reSync: the 8 changed and not deleted, plus the ghost check's 96 ids.
-            servedAfterReturn: 40 + 65 + 100 + 8 + 96,
-            touched: touched, deleted: deleted, editedId: ids[4],
+            records: 100, batchSize: 20,
+            // The host's 40, the extension's 60 + the 20 of the page in flight, and the ghost
+            // check's 100 ids.
+            servedBeforeReturn: 40 + 80 + 100,
+            // reSync: the 8 changed and not deleted, the 2 committed late, plus the ghost check's
+            // 96 ids.
+            servedAfterReturn: 40 + 80 + 100 + 10 + 96,
+            touched: touched, committedLate: [ids[20], ids[21]], deleted: deleted, editedId: ids[4],
             signals: [("ext", "foreground", t - 1, 0), ("host", "background", t, 0)],
             serverRecords: server, local: records,
             descriptions: [
@@ -85,9 +88,14 @@ struct DemoSummaryTests {
         missing.local.removeLast()
         #expect(failed(missing) == ["records match"])
 
+        // An edit in the same second as the copy's stamp: the stamps agree, the fields do not.
+        var sameSecond = goodDay()
+        sameSecond.serverRecords[7]["Name"] = "edited in the same second"
+        #expect(failed(sameSecond) == ["records match"])
+
         var refetched = goodDay()
-        refetched.servedBeforeReturn += 30
-        refetched.servedAfterReturn += 30
+        refetched.servedBeforeReturn += 5
+        refetched.servedAfterReturn += 5
         #expect(failed(refetched) == ["refetch overhead"])
 
         var fullResync = goodDay()

@@ -11,7 +11,7 @@ struct SoqlTargetTests {
             try await client.adminSeed(type: "Account", count: 1200)
             let target = try SoqlSyncDownTarget(
                 client: client, query: "SELECT Id, Name FROM Account", batchSize: 500)
-            var page = try await target.startFetch(maxTimeStamp: -1, inclusive: false)
+            var page = try await target.startFetch(.everything)
             var sizes = [page.records.count]
             while let next = try await target.continueFetch(after: page) {
                 sizes.append(next.records.count)
@@ -20,7 +20,7 @@ struct SoqlTargetTests {
             #expect(sizes == [SoqlSyncDownTarget.firstPageSize, 500, 500])
 
             let small = try SoqlSyncDownTarget(client: client, query: "SELECT Id FROM Account", batchSize: 50)
-            #expect(try await small.startFetch(maxTimeStamp: -1, inclusive: false).records.count == 50)
+            #expect(try await small.startFetch(.everything).records.count == 50)
         }
     }
 

@@ -22,11 +22,12 @@ final class ChangesWhilePaging: SyncDownTarget {
     var json: JSONObject { inner.json }
     var idFieldName: String { inner.idFieldName }
     var modificationDateFieldName: String { inner.modificationDateFieldName }
-    func isSyncDownSortedByLatestModification() -> Bool { inner.isSyncDownSortedByLatestModification() }
+    var resumesAfterId: Bool { inner.resumesAfterId }
+    var overlap: Duration { inner.overlap }
 
-    func startFetch(maxTimeStamp: Int64, inclusive: Bool) async throws -> SyncDownPage {
+    func startFetch(_ start: FetchStart) async throws -> SyncDownPage {
         pagesAsked.withLock { $0 = 1 }
-        return try await inner.startFetch(maxTimeStamp: maxTimeStamp, inclusive: inclusive)
+        return try await inner.startFetch(start)
     }
 
     func continueFetch(after page: SyncDownPage) async throws -> SyncDownPage? {
@@ -64,7 +65,9 @@ struct ChangesWhilePagingFactory: SyncTargetFactory {
 
 /// The server fixes a query's ordered ids when it starts and reads each page's records when it
 /// serves the page (as Salesforce's query locators do), so a record modified meanwhile can come
-/// with a time stamp later than records the query has still to serve.
+/// with a time stamp later than records the query has still to serve. The accounts were last
+/// modified an hour before (outside the overlap), so a run after the first fetches only what
+/// changed.
 @Suite("Sync down: records modified while the query is paged", .timeLimit(.minutes(5)))
 struct ChangesWhilePagingTests {
     /// Six accounts in pages of two. Before page 2 is asked for, the first account (already
@@ -100,10 +103,11 @@ struct ChangesWhilePagingTests {
         }
     }
 
-    @Test("a complete run keeps the last record's stamp, so the next run fetches what changed during it")
+    @Test(
+        "a complete run starts the next one before its own start, so that one fetches what changed during it")
     func completeRun() async throws {
         try await withSyncFixture { f in
-            let ids = try await f.client.adminSeed(type: "Account", count: 6)
+            let ids = try await f.client.adminSeed(type: "Account", count: 6, ageSeconds: 3600)
             let touched = Locked(false)
             try await withManager(
                 f,
@@ -121,8 +125,10 @@ struct ChangesWhilePagingTests {
                 // The third came with its new values, the first with its old ones.
                 #expect(try f.local()[ids[2]]?["Name"] == "third, renamed")
                 #expect(try f.local()[ids[0]]?["Name"] != "first, renamed")
-                // Not the third's new stamp, the newest the query was ordered by.
-                #expect(done.maxTimeStamp == (try await stamp(f.client, ids[5])))
+                // The next run starts before the renames.
+                let since = try #require(done.position.modifiedSince)
+                #expect(since <= (try await stamp(f.client, ids[0])))
+                #expect(done.position.run == nil)
 
                 let again = try await manager.reSync(id: sync.id)
                 let second = try #require(await manager.waitForSync(id: again.id))
@@ -134,10 +140,10 @@ struct ChangesWhilePagingTests {
         }
     }
 
-    @Test("a run stopped after such a page resumes where the query's order says, and misses nothing")
+    @Test("a run stopped after such a page resumes after the last id it saved, and misses nothing")
     func stoppedRun() async throws {
         try await withSyncFixture { f in
-            let ids = try await f.client.adminSeed(type: "Account", count: 6)
+            let ids = try await f.client.adminSeed(type: "Account", count: 6, ageSeconds: 3600)
             let touched = Locked(false)
             let stopping = Locked(true)
             let (stopped, stopDone) = AsyncStream.makeStream(of: Void.self)
@@ -164,24 +170,33 @@ struct ChangesWhilePagingTests {
                 let state = try #require(try await manager.getSyncStatus(id: sync.id))
                 #expect(state.status == .stopped)
                 #expect(Set(try f.local().keys) == Set(ids.prefix(4)))
-                // The fourth account's stamp (page 2's last), not the renamed third's.
-                #expect(state.maxTimeStamp == (try await stamp(f.client, ids[3])))
+                // After page 2's last id, whatever its stamps.
+                #expect(state.position.run?.afterId == ids.sorted()[3])
 
+                try await f.client.adminResetStats()
                 _ = try await manager.restart(restartStoppedSyncs: true)
                 let final = try #require(await manager.waitForSync(id: sync.id))
                 #expect(final.status == .done)
-                let local = try f.local()
+                #expect(try await f.served() == 2)  // the fifth and sixth: nothing saved came again
+                var local = try f.local()
                 #expect(local.count == 6)
-                #expect(local[ids[0]]?["Name"] == "first, renamed")
                 #expect(local[ids[2]]?["Name"] == "third, renamed")
+                // The first was served before its rename: the next run, which starts before
+                // the run's own start, brings it (and the third again).
+                #expect(final.position.modifiedSince.map { $0 <= final.startTime ?? 0 } == true)
+                _ = try await manager.reSync(id: sync.id)
+                let next = try #require(await manager.waitForSync(id: sync.id))
+                #expect(next.status == .done && next.totalSize == 2)
+                local = try f.local()
+                #expect(local[ids[0]]?["Name"] == "first, renamed")
             }
         }
     }
 
-    @Test("a page whose last record was modified while the query was paged resumes from the record before it")
+    @Test("a page whose last record was modified while the query was paged resumes after that record")
     func stoppedAfterModifiedLastRecord() async throws {
         try await withSyncFixture { f in
-            let ids = try await f.client.adminSeed(type: "Account", count: 6)
+            let ids = try await f.client.adminSeed(type: "Account", count: 6, ageSeconds: 3600)
             let touched = Locked(false)
             let stopping = Locked(true)
             let (stopped, stopDone) = AsyncStream.makeStream(of: Void.self)
@@ -212,17 +227,20 @@ struct ChangesWhilePagingTests {
                 let state = try #require(try await manager.getSyncStatus(id: sync.id))
                 #expect(state.status == .stopped)
                 #expect(try f.local()[ids[3]]?["Name"] == "fourth, renamed")
-                // Not the fourth's new stamp, which is later than the first's new one and than
-                // the fifth's and sixth's, still to be served: the third's.
-                #expect(state.maxTimeStamp == (try await stamp(f.client, ids[2])))
+                // An id does not change with an edit: the resume point is the fourth's.
+                #expect(state.position.run?.afterId == ids.sorted()[3])
 
                 _ = try await manager.restart(restartStoppedSyncs: true)
                 let final = try #require(await manager.waitForSync(id: sync.id))
                 #expect(final.status == .done)
-                let local = try f.local()
+                var local = try f.local()
                 #expect(Set(local.keys) == Set(ids))
-                #expect(local[ids[0]]?["Name"] == "first, renamed")
                 #expect(local[ids[3]]?["Name"] == "fourth, renamed")
+                // The first was renamed after it was served: the next run brings it.
+                _ = try await manager.reSync(id: sync.id)
+                #expect(await manager.waitForSync(id: sync.id)?.status == .done)
+                local = try f.local()
+                #expect(local[ids[0]]?["Name"] == "first, renamed")
             }
         }
     }
@@ -230,7 +248,7 @@ struct ChangesWhilePagingTests {
     @Test("a complete run whose last record was modified while the query was paged misses no earlier edit")
     func completeRunWithModifiedLastRecord() async throws {
         try await withSyncFixture { f in
-            let ids = try await f.client.adminSeed(type: "Account", count: 6)
+            let ids = try await f.client.adminSeed(type: "Account", count: 6, ageSeconds: 3600)
             let touched = Locked(false)
             try await withManager(
                 f,
@@ -251,8 +269,8 @@ struct ChangesWhilePagingTests {
                 #expect(done.status == .done)
                 #expect(try f.local()[ids[5]]?["Name"] == "sixth, renamed")
                 #expect(try f.local()[ids[0]]?["Name"] != "first, renamed")
-                // The newest stamp given before the query started: the fifth's.
-                #expect(done.maxTimeStamp == (try await stamp(f.client, ids[4])))
+                // The next run starts before the renames.
+                #expect(try #require(done.position.modifiedSince) <= (try await stamp(f.client, ids[0])))
 
                 let again = try await manager.reSync(id: sync.id)
                 let second = try #require(await manager.waitForSync(id: again.id))

@@ -78,7 +78,7 @@ struct ListenerContractTests {
     @Test("reSync after done: the size starts unknown again; clean resync ghosts tells the listener nothing")
     func reSyncAndGhosts() async throws {
         try await withSyncFixture { f in
-            let ids = try await f.client.adminSeed(type: "Account", count: 4)
+            let ids = try await f.client.adminSeed(type: "Account", count: 4, ageSeconds: 3600)
             let first = UpdateLog()
             let sync = try await down(f, first, batchSize: 2)
             #expect(Self.render(first.all) == ["running 0/-1", "running 0/4", "running 50/4", "done 100/4"])
@@ -134,13 +134,13 @@ struct ListenerContractTests {
             #expect(restarted.map(\.id) == [running.id, queued.id])
             #expect(await f.manager.waitForSync(id: running.id)?.status == .done)
             #expect(await f.manager.waitForSync(id: queued.id)?.status == .done)
-            // The restart resumes at maxTimeStamp inclusive: the 4th record again, then 5-10.
+            // The restart resumes after the last id saved: records 5-10.
             let resumed = restartLog.all.map { "\($0.name ?? "") \(Self.render([$0])[0])" }
             #expect(
                 resumed == [
-                    "running running 0/-1", "queued running 0/-1", "running running 0/7",
-                    "running running 28/7", "running running 57/7", "running running 85/7",
-                    "running done 100/7", "queued running 0/4", "queued running 50/4", "queued done 100/4",
+                    "running running 0/-1", "queued running 0/-1", "running running 0/6",
+                    "running running 33/6", "running running 66/6", "running done 100/6",
+                    "queued running 0/4", "queued running 50/4", "queued done 100/4",
                 ])
         }
     }

@@ -18,6 +18,8 @@ struct MobileSyncTargetsPortTests {
             let fields: JSONObject = ["Name": .string(name), "Description": .string("Description_\(name)")]
             idToFields[try await f.client.create(type: "Account", fields: fields)] = fields
         }
+        // Records the org has had for a while: a resync's overlap does not reach them.
+        try await f.age("Account")
         return idToFields
     }
 

@@ -33,26 +33,29 @@ struct ParentChildrenSyncDownTests {
             childrenFieldlist: ["ChildName", "School"], relationshipType: .lookup)
     }
 
-    @Test("testGetQuery and testGetQueryWithMaxTimeStamp: Mobile Sync's query, word for word")
+    @Test(
+        "testGetQuery and testGetQueryWithMaxTimeStamp: Mobile Sync's query, with Baton's lower bound and order"
+    )
     func queries() throws {
         #expect(
-            try customTarget(defaults: false).query(maxTimeStamp: -1, inclusive: false)
-                == "select ParentName, Title, ParentId, ParentModifiedDate, (select ChildName, School, ChildId, ChildLastModifiedDate from Children) from Parent where School = 'MIT' order by ParentModifiedDate"
+            try customTarget(defaults: false).query(.everything)
+                == "select ParentName, Title, ParentId, ParentModifiedDate, (select ChildName, School, ChildId, ChildLastModifiedDate from Children) from Parent where School = 'MIT' order by ParentId"
         )
         #expect(
-            try customTarget(defaults: true).query(maxTimeStamp: -1, inclusive: false)
-                == "select ParentName, Title, Id, LastModifiedDate, (select ChildName, School, Id, LastModifiedDate from Children) from Parent where School = 'MIT' order by LastModifiedDate"
+            try customTarget(defaults: true).query(.everything)
+                == "select ParentName, Title, Id, LastModifiedDate, (select ChildName, School, Id, LastModifiedDate from Children) from Parent where School = 'MIT' order by Id"
         )
-        let stamp: Int64 = 1_700_000_000_123
-        let date = "2023-11-14T22:13:20.123+0000"
+        let stamp: Int64 = 1_700_000_000_000
+        let date = "2023-11-14T22:13:20.000+0000"
+        // A run after the first: parents and children stamped at or after the lower bound.
         #expect(
-            try customTarget(defaults: false).query(maxTimeStamp: stamp, inclusive: false)
-                == "select ParentName, Title, ParentId, ParentModifiedDate, (select ChildName, School, ChildId, ChildLastModifiedDate from Children where ChildLastModifiedDate > \(date)) from Parent where ParentModifiedDate > \(date) and School = 'MIT' order by ParentModifiedDate"
+            try customTarget(defaults: false).query(FetchStart(modifiedSince: stamp))
+                == "select ParentName, Title, ParentId, ParentModifiedDate, (select ChildName, School, ChildId, ChildLastModifiedDate from Children where ChildLastModifiedDate >= \(date)) from Parent where ParentModifiedDate >= \(date) and (School = 'MIT') order by ParentId"
         )
-        // After a stop Baton resumes at the mark inclusive, with every child of those parents.
+        // A run resuming after a stop: the same bound, after the last parent saved.
         #expect(
-            try customTarget(defaults: true).query(maxTimeStamp: stamp, inclusive: true)
-                == "select ParentName, Title, Id, LastModifiedDate, (select ChildName, School, Id, LastModifiedDate from Children) from Parent where LastModifiedDate >= \(date) and School = 'MIT' order by LastModifiedDate"
+            try customTarget(defaults: true).query(FetchStart(modifiedSince: stamp, afterId: "001A"))
+                == "select ParentName, Title, Id, LastModifiedDate, (select ChildName, School, Id, LastModifiedDate from Children where LastModifiedDate >= \(date)) from Parent where LastModifiedDate >= \(date) and Id > '001A' and (School = 'MIT') order by Id"
         )
         // testGetSoqlForRemoteIds, with the children's ids Baton cleans too.
         #expect(
@@ -95,6 +98,9 @@ struct ParentChildrenSyncDownTests {
                 tree.contacts[id]![try await f.client.create(type: "Contact", fields: contact)] = contact
             }
         }
+        // Records the org has had for a while: a resync's overlap does not reach them.
+        try await f.age("Account")
+        try await f.age("Contact")
         return tree
     }
 

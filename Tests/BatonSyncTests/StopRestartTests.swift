@@ -53,14 +53,14 @@ struct StopRestartTests {
             await f.manager.stop()
             #expect(await f.manager.isStopped())
 
-            // restart(true) refetches from >= maxTimeStamp and finishes.
+            // restart(true) resumes after the last id saved and finishes.
             try await f.client.adminClearFaults()
             let restarted = try await f.manager.restart(restartStoppedSyncs: true, onUpdate: log.block)
             #expect(restarted.map(\.id) == [sync.id])
             let final = try #require(await f.manager.waitForSync(id: sync.id))
             #expect(final.status == .done)
             #expect(final.progress == 100)
-            #expect(final.totalSize == 6)  // records 5…10: the 5th again, as >= asks
+            #expect(final.totalSize == 5)  // records 6…10, after the last id saved
             let all = try f.local()
             #expect(all.count == 10)
             #expect(try f.store.count(in: "accounts") == 10)

@@ -53,19 +53,39 @@ struct SyncFixture: Sendable {
         return done
     }
 
+    /// When each record of the soup was last written locally (its entry's time stamp), by server id.
+    func written(_ soup: String = "accounts") throws -> [String: Int64] {
+        var byId: [String: Int64] = [:]
+        for entry in try store.query(.all, in: soup) {
+            if let id = entry.record["Id"]?.stringValue { byId[id] = entry.lastModified }
+        }
+        return byId
+    }
+
+    /// Stamps every record of `type` on the server an hour back, as records an org has had for
+    /// a while (beyond a sync's overlap, so a run after the first fetches only what changes).
+    func age(_ type: String) async throws {
+        try await client.adminTouch(type: type, count: 1_000_000, ageSeconds: 3600)
+    }
+
     func served() async throws -> Int {
         Int(try await client.adminStats().value(atPath: "recordsServed.Account")?.intValue ?? 0)
     }
 }
 
-/// Runs `body` with a fixture; the manager runs in a child task cancelled at the end.
-func withSyncFixture(_ body: @Sendable (SyncFixture) async throws -> Void) async throws {
+/// Runs `body` with a fixture; the manager runs in a child task cancelled at the end. The server
+/// stamps on `clock`, reading the time from `timeSource`.
+func withSyncFixture(
+    clock: ServerClock = .salesforce, timeSource: @escaping @Sendable () -> Int64 = WallClock.nowMillis,
+    _ body: @Sendable (SyncFixture) async throws -> Void
+) async throws {
     let temp = try TemporaryDirectory()
     let unfenced = try UnfencedStore.open(
         directory: try SharedDirectory(path: temp.path + "/shared"), logger: Logger(label: "test"))
     var quiet = Logger(label: "test.server")
     quiet.logLevel = .critical  // the server logs its own shutdown as an error
-    let server = try await ReferenceServer.start(.init(token: "sync-test"), logger: quiet)
+    let server = try await ReferenceServer.start(
+        .init(token: "sync-test", clock: clock, timeSource: timeSource), logger: quiet)
     let client = RESTClient(
         baseURL: server.url, token: server.token,
         retry: .init(maxAttempts: 3, initialBackoff: .milliseconds(20)))

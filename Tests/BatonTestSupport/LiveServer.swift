@@ -1,6 +1,7 @@
 import BatonJSON
 import BatonREST
 import BatonServer
+import BatonTime
 import Logging
 
 /// A logger that stays quiet in tests (the server logs its own shutdown as an error).
@@ -13,11 +14,14 @@ public func quietLogger(_ label: String = "test") -> Logger {
 /// Runs `body` against a fresh reference server on 127.0.0.1, port 0, and stops it after.
 @discardableResult
 public func withLiveServer<T>(
-    retry: RESTClient.RetryPolicy = .none, timeout: Duration = .seconds(30),
+    retry: RESTClient.RetryPolicy = .none, timeout: Duration = .seconds(30), clock: ServerClock = .salesforce,
+    timeSource: @escaping @Sendable () -> Int64 = WallClock.nowMillis,
     _ body: (RunningServer, RESTClient) async throws -> T
 ) async throws -> T {
     let server = try await ReferenceServer.start(
-        .init(token: "test-token-\(UInt32.random(in: 0...UInt32.max))", schema: testSchema),
+        .init(
+            token: "test-token-\(UInt32.random(in: 0...UInt32.max))", schema: testSchema, clock: clock,
+            timeSource: timeSource),
         logger: quietLogger("test.server"))
     let client = RESTClient(baseURL: server.url, token: server.token, timeout: timeout, retry: retry)
     do {

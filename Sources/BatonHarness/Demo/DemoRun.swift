@@ -29,6 +29,10 @@ public final class DemoRun: @unchecked Sendable {
     /// Monotonic time (ms) of each signal the demo sent, for latency and the report.
     var signals: [(name: String, state: String, t: Double, wall: Int64)] = []
     var touched: [String] = []
+    /// Records of a transaction that was stamped while the host synced and committed after the
+    /// extension's run was done.
+    var committedLate: [String] = []
+    let lateCommits = 3
     var deleted: [String] = []
     var servedBeforeReturn = 0
     var servedAfterReturn = 0
@@ -82,10 +86,15 @@ public final class DemoRun: @unchecked Sendable {
         self.server = server
         let client = RESTClient(baseURL: server.url, token: token)
         self.client = client
+        // Accounts an org has had for a while (the newest modified an hour ago), five to a
+        // whole-second stamp as a load in transactions leaves them.
         try await client.adminSeed(
-            type: "Account", count: records, timeStamps: max(1, records / tieSize), bytes: 200)
+            type: "Account", count: records, timeStamps: max(1, records / tieSize), bytes: 200,
+            ageSeconds: 3600)
         try await client.adminSetFaults(["latencyMs": 15])
-        view.step("reference server on \(server.url) with \(records) accounts (\(tieSize) per time stamp)")
+        view.step(
+            "reference server (Salesforce's clock) on \(server.url) with \(records) accounts (\(tieSize) per time stamp)"
+        )
         view.step("shared directory \(shared.path)")
 
         try await startParticipant("host", role: "host", lifecycle: "foreground")
@@ -93,21 +102,28 @@ public final class DemoRun: @unchecked Sendable {
         try await waitFor("the host to take the baton") { $0.writer == "host" }
         view.step("host holds the baton and syncs down")
         try await waitFor("the host's sync to be mid-way") { $0.sync("accounts")?.progress ?? 0 >= 30 }
+        // A server transaction stamped now that commits only after the extension's run is done:
+        // its records show up after ones stamped later.
+        let late = try await client.adminBeginTransaction(
+            type: "Account", count: lateCommits, fields: ["Rating__c": "Warm"])
 
         try signal("ext", .foreground)
         try signal("host", .background)
         view.step("host went to the background mid-sync: it stops and hands over")
         try await waitFor("the extension to take the baton") { $0.writer == "ext" }
-        view.step("extension holds the baton and resumes from maxTimeStamp")
+        view.step("extension holds the baton and resumes after the last record the host saved")
         try await waitFor("the resumed sync and its ghost check to finish") {
             $0.writer == "ext" && $0.sync("accounts")?.status == .done && $0.logHas("ext", "ghosts.cleaned")
         }
         servedBeforeReturn = try await served(client)
 
+        committedLate = try await client.adminCommitTransaction(late.id)
         touched = try await client.adminTouch(
             type: "Account", count: max(1, records / 20), fields: ["Rating__c": "Hot"])
         deleted = try await client.adminDelete(type: "Account", count: max(1, records / 50))
-        view.step("server: \(touched.count) records changed, \(deleted.count) deleted")
+        view.step(
+            "server: \(committedLate.count) records of a transaction stamped mid-sync committed late; \(touched.count) changed in one transaction (one stamp), \(deleted.count) deleted"
+        )
 
         try signal("host", .foreground)
         view.step("host back in the foreground: it takes the baton back (priority)")
@@ -136,6 +152,9 @@ public final class DemoRun: @unchecked Sendable {
         return try await DemoSummary.check(self)
     }
 
+    /// The accounts' fields the participants sync down.
+    static let syncedFields = ["Id", "Name", "Number__c", "Rating__c", "LastModifiedDate"]
+
     func startParticipant(_ name: String, role: String, lifecycle: String) async throws {
         let shared = try directory
         let output = shared.logsPath + "/\(name).out"
@@ -145,7 +164,8 @@ public final class DemoRun: @unchecked Sendable {
                 "participant", "--dir", shared.path, "--name", name, "--role", role, "--server",
                 server?.url ?? "",
                 "--lifecycle", lifecycle, "--batch-size", String(batchSize),
-                "--sync-down", "accounts:accounts:SELECT Id, Name, Number__c, Rating__c FROM Account",
+                "--sync-down",
+                "accounts:accounts:SELECT \(Self.syncedFields.joined(separator: ", ")) FROM Account",
                 "--clean-ghosts", "accounts", "--sync-up", "edits:accounts",
                 // Two of Mobile Sync's other targets: Account's describe and its compact layout.
                 "--sync-down", "describe:descriptions:metadata:Account",

@@ -11,6 +11,13 @@ public struct QueryPage: Sendable, Hashable {
     public var nextRecordsUrl: String?
     /// This page's records, without their `attributes` envelope.
     public var records: [JSONObject]
+    /// The server's clock when it answered (``RESTClient/Reply/serverTime``).
+    public var serverTime: Int64?
+
+    init(_ reply: RESTClient.Reply) throws {
+        try self.init(reply.body)
+        serverTime = reply.serverTime
+    }
 
     init(_ body: JSONValue) throws {
         guard let records = body.value(atPath: "records")?.arrayValue,
@@ -56,7 +63,7 @@ extension RESTClient {
         let reply = try await send(
             .GET, "\(apiPath)/query?q=\(Self.encode(soql))", headers: headers, idempotent: true,
             shape: .queryPage)
-        return try QueryPage(reply.body)
+        return try QueryPage(reply)
     }
 
     /// The page at a `nextRecordsUrl`, asking for `batchSize` records when given (the server
@@ -67,7 +74,7 @@ extension RESTClient {
         }
         let headers = batchSize.map { [("Sforce-Query-Options", "batchSize=\($0)")] } ?? []
         return try QueryPage(
-            try await send(.GET, nextRecordsUrl, headers: headers, idempotent: true, shape: .queryPage).body)
+            try await send(.GET, nextRecordsUrl, headers: headers, idempotent: true, shape: .queryPage))
     }
 
     /// Every page of `soql`, fetched one at a time as the sequence is iterated.

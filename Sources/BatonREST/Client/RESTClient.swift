@@ -70,6 +70,9 @@ public struct RESTClient: Sendable {
     public struct Reply: Sendable {
         public var status: Int
         public var body: JSONValue
+        /// The server's clock when it answered (its `Date` header, whole seconds, ms since
+        /// 1970); nil when it sent none.
+        public var serverTime: Int64?
     }
 
     /// Sends a request to `path` (absolute on the server, e.g. `/services/data/v60.0/query?q=…`).
@@ -142,10 +145,12 @@ public struct RESTClient: Sendable {
         let timeoutNanos = timeout.inNanoseconds
         let status: Int
         let buffer: ByteBuffer
+        let serverTime: Int64?
         do {
             let response = try await http.execute(
                 request, timeout: .nanoseconds(timeoutNanos), logger: logger)
             status = Int(response.status.code)
+            serverTime = response.headers.first(name: "Date").flatMap(HTTPDate.milliseconds)
             buffer = try await response.body.collect(upTo: 64 * 1024 * 1024)
         } catch {
             throw Self.classify(error, method: method, path: path, server: baseURL)
@@ -174,7 +179,7 @@ public struct RESTClient: Sendable {
             let message = first?.value(atPath: "message")?.stringValue ?? "HTTP \(status)"
             throw RESTError(.server(status: status, errorCode: code), message)
         }
-        return Reply(status: status, body: parsed)
+        return Reply(status: status, body: parsed, serverTime: serverTime)
     }
 
     static func classify(_ error: any Error, method: HTTPMethod, path: String, server: String = "")

@@ -17,9 +17,7 @@ public struct MetadataSyncDownTarget: SyncDownTarget {
     public var json: JSONObject { ["type": "metadata", "sobjectType": .string(objectType)] }
     public var idFieldName: String { "Id" }
     public var modificationDateFieldName: String { "LastModifiedDate" }
-    public func isSyncDownSortedByLatestModification() -> Bool { false }
-
-    public func startFetch(maxTimeStamp: Int64, inclusive: Bool) async throws -> SyncDownPage {
+    public func startFetch(_ start: FetchStart) async throws -> SyncDownPage {
         let body = try await client.send(
             .GET, "\(client.apiPath)/sobjects/\(objectType)/describe", idempotent: true
         ).body
@@ -61,11 +59,10 @@ public struct LayoutSyncDownTarget: SyncDownTarget {
 
     public var idFieldName: String { "Id" }
     public var modificationDateFieldName: String { "LastModifiedDate" }
-    public func isSyncDownSortedByLatestModification() -> Bool { false }
     /// The record's `Id`.
     public var recordId: String { "\(objectType)-\(layoutType ?? "Full")" }
 
-    public func startFetch(maxTimeStamp: Int64, inclusive: Bool) async throws -> SyncDownPage {
+    public func startFetch(_ start: FetchStart) async throws -> SyncDownPage {
         let query = layoutType.map { "?layoutType=\($0)" } ?? ""
         let body = try await client.send(
             .GET, "\(client.apiPath)/ui-api/layout/\(objectType)\(query)", idempotent: true

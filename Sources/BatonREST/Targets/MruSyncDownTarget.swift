@@ -36,9 +36,7 @@ public struct MruSyncDownTarget: SyncDownTarget {
         ]
     }
 
-    public func isSyncDownSortedByLatestModification() -> Bool { false }
-
-    public func startFetch(maxTimeStamp: Int64, inclusive: Bool) async throws -> SyncDownPage {
+    public func startFetch(_ start: FetchStart) async throws -> SyncDownPage {
         let info = try await client.send(.GET, "\(client.apiPath)/sobjects/\(objectType)", idempotent: true)
             .body
         let ids = (info.value(atPath: "recentItems")?.arrayValue ?? []).compactMap {

@@ -62,7 +62,7 @@ public struct ChildrenInfo: Sendable, Hashable {
     var soup: ChildrenSoup {
         ChildrenSoup(
             soupName: soupName, idFieldName: idFieldName, parentIdFieldName: parentIdFieldName,
-            relationshipKey: sobjectTypePlural)
+            relationshipKey: sobjectTypePlural, modificationDateFieldName: modificationDateFieldName)
     }
 }
 
@@ -74,11 +74,11 @@ public enum RelationshipType: String, Sendable, Hashable {
 
 /// Mobile Sync's parent-children sync down target (`SFParentChildrenSyncDownTarget`): parents
 /// with their children in one query (a child subquery), parents saved in the sync's soup and
-/// children in theirs with the parent's id. Sorted by the parent's modification date, so a
-/// stopped run resumes where it stopped (with every child of the parents still to come); a run
-/// after `done` fetches the parents modified since, with their children modified since. As in
-/// Mobile Sync, the query follows the parents: a child changed while its parent was not is not
-/// fetched by a later run of the sync.
+/// children in theirs with the parent's id. Ordered by the parent's id, so a stopped run resumes
+/// after the last parent it saved (``resumesAfterId``); a run after the first fetches the parents
+/// modified since the previous run (``SyncDownPosition``), with their children modified since. As
+/// in Mobile Sync, the query follows the parents: a child changed while its parent was not is
+/// not fetched by a later run of the sync.
 public struct ParentChildrenSyncDownTarget: SyncDownTarget {
     public let client: RESTClient
     public let parentInfo: ParentInfo
@@ -90,18 +90,22 @@ public struct ParentChildrenSyncDownTarget: SyncDownTarget {
     public let childrenFieldlist: [String]
     /// Parents per page (1–2000); `nil` lets the server choose. Not in Mobile Sync's JSON.
     public let batchSize: Int?
+    /// How long after its stamp a server transaction may still commit (``SyncDownTarget/overlap``).
+    public let overlap: Duration
 
     /// - Throws: `SyncError.invalidTarget` for a bad name, or a query the filter makes invalid.
     public init(
         client: RESTClient, parentInfo: ParentInfo, parentFieldlist: [String],
         parentSoqlFilter: String? = nil,
         childrenInfo: ChildrenInfo, childrenFieldlist: [String], relationshipType: RelationshipType,
-        batchSize: Int? = nil
+        batchSize: Int? = nil, overlap: Duration = SyncDownPosition.defaultOverlap
     ) throws {
         if let batchSize, !(1...2000).contains(batchSize) {
             throw SyncError(.invalidTarget, "batch size must be between 1 and 2000, not \(batchSize)")
         }
+        try TargetSupport.requireOverlap(overlap)
         self.batchSize = batchSize
+        self.overlap = overlap
         try TargetSupport.requireTree(parentInfo, childrenInfo)
         try TargetSupport.requireFields(parentFieldlist)
         try TargetSupport.requireFields(childrenFieldlist)
@@ -113,7 +117,7 @@ public struct ParentChildrenSyncDownTarget: SyncDownTarget {
         self.parentSoqlFilter = parentSoqlFilter.flatMap { $0.isEmpty ? nil : $0 }
         self.childrenFieldlist = childrenFieldlist
         do {
-            _ = try SOQLQuery(parsing: query(maxTimeStamp: 1, inclusive: false))
+            _ = try SOQLQuery(parsing: query(FetchStart(modifiedSince: 1, afterId: "0")))
         } catch let error as SOQLError {
             throw SyncError(.invalidTarget, "the parent-children query is not valid SOQL: \(error)")
         }
@@ -131,32 +135,37 @@ public struct ParentChildrenSyncDownTarget: SyncDownTarget {
         ]
         if let parentSoqlFilter { object["parentSoqlFilter"] = .string(parentSoqlFilter) }
         if let batchSize { object["batchSize"] = .int(Int64(batchSize)) }
+        TargetSupport.addOverlap(overlap, to: &object)
         return object
     }
 
     public var idFieldName: String { parentInfo.idFieldName }
     public var modificationDateFieldName: String { parentInfo.modificationDateFieldName }
     public var childrenSoup: ChildrenSoup? { childrenInfo.soup }
-    public func isSyncDownSortedByLatestModification() -> Bool { true }
+    public var resumesAfterId: Bool { true }
 
-    /// Mobile Sync's query, word for word (its `getQueryToRun`), with Baton's resume: after
-    /// `done`, parents modified since (`>`) with their children modified since; after a stop,
-    /// parents from the resume mark on (`>=`) with all their children, since the run that
-    /// stopped never fetched those parents, and their children may be older than the mark.
+    /// Mobile Sync's query (its `getQueryToRun`, with Baton's lower bound and order): parents
+    /// modified since `start.modifiedSince` (`>=`), with their children modified since, after
+    /// `start.afterId` when resuming, ordered by the parent's id. The app's filter is wrapped in
+    /// parentheses when joined to those conditions.
     ///
     /// `select Id, Name, LastModifiedDate, (select LastName, Id, LastModifiedDate from Contacts
-    /// where LastModifiedDate > …) from Account where LastModifiedDate > … and FILTER order by
-    /// LastModifiedDate`
-    public func query(maxTimeStamp: Int64, inclusive: Bool) -> String {
+    /// where LastModifiedDate >= …) from Account where LastModifiedDate >= … and Id > '…' and
+    /// (FILTER) order by Id`
+    public func query(_ start: FetchStart) -> String {
         var childrenWhere = ""
-        var parentWhere = ""
-        if maxTimeStamp > 0 {
-            let stamp = DateTimeLiteral.format(milliseconds: maxTimeStamp)
-            if !inclusive { childrenWhere = "\(childrenInfo.modificationDateFieldName) > \(stamp)" }
-            parentWhere = "\(parentInfo.modificationDateFieldName) \(inclusive ? ">=" : ">") \(stamp)"
-            if parentSoqlFilter != nil { parentWhere += " and " }
+        var parentWhere: [String] = []
+        if let since = start.modifiedSince {
+            let stamp = DateTimeLiteral.format(milliseconds: since)
+            childrenWhere = "\(childrenInfo.modificationDateFieldName) >= \(stamp)"
+            parentWhere.append("\(parentInfo.modificationDateFieldName) >= \(stamp)")
         }
-        if let parentSoqlFilter { parentWhere += parentSoqlFilter }
+        if let afterId = start.afterId {
+            parentWhere.append("\(parentInfo.idFieldName) > \(Literal.string(afterId).soql)")
+        }
+        if let parentSoqlFilter {
+            parentWhere.append(parentWhere.isEmpty ? parentSoqlFilter : "(\(parentSoqlFilter))")
+        }
         let nested = Self.select(
             Self.adding(
                 [childrenInfo.idFieldName, childrenInfo.modificationDateFieldName], to: childrenFieldlist),
@@ -164,8 +173,9 @@ public struct ParentChildrenSyncDownTarget: SyncDownTarget {
         let fields =
             Self.adding([parentInfo.idFieldName, parentInfo.modificationDateFieldName], to: parentFieldlist)
             + ["(\(nested))"]
-        return Self.select(fields, from: parentInfo.sobjectType, where: parentWhere)
-            + " order by \(parentInfo.modificationDateFieldName)"
+        return Self.select(
+            fields, from: parentInfo.sobjectType, where: parentWhere.joined(separator: " and "))
+            + " order by \(parentInfo.idFieldName)"
     }
 
     /// `select Id from Account where FILTER`: the remote ids for clean resync ghosts, with the
@@ -189,18 +199,15 @@ public struct ParentChildrenSyncDownTarget: SyncDownTarget {
             + (condition.isEmpty ? "" : " where \(condition)")
     }
 
-    public func startFetch(maxTimeStamp: Int64, inclusive: Bool) async throws -> SyncDownPage {
-        // The newest stamp of either type before the query: see SoqlSyncDownTarget.
-        let parentMark = try await TargetSupport.highWaterMark(
+    /// Reads the server's clock (see ``SoqlSyncDownTarget``), then starts the query.
+    public func startFetch(_ start: FetchStart) async throws -> SyncDownPage {
+        let serverTime = try await TargetSupport.serverTime(
             of: parentInfo.sobjectType, field: parentInfo.modificationDateFieldName, client: client)
-        let childMark = try await TargetSupport.highWaterMark(
-            of: childrenInfo.sobjectType, field: childrenInfo.modificationDateFieldName, client: client)
         let page = try await client.queryFirstPage(
-            query(maxTimeStamp: maxTimeStamp, inclusive: inclusive),
-            batchSize: min(batchSize ?? 2000, SoqlSyncDownTarget.firstPageSize))
+            query(start), batchSize: min(batchSize ?? 2000, SoqlSyncDownTarget.firstPageSize))
         return SyncDownPage(
             records: page.records.map(flattened), totalSize: page.totalSize,
-            next: page.done ? nil : page.nextRecordsUrl, highWaterMark: max(parentMark, childMark))
+            next: page.done ? nil : page.nextRecordsUrl, serverTime: serverTime)
     }
 
     public func continueFetch(after page: SyncDownPage) async throws -> SyncDownPage? {
@@ -265,7 +272,7 @@ extension ParentChildrenSyncDownTarget {
             childrenInfo: try ChildrenInfo(json: json),
             childrenFieldlist: try RESTTargetFactory.fieldlist(json, "childrenFieldlist") ?? [],
             relationshipType: RelationshipType(json: json),
-            batchSize: json["batchSize"]?.intValue.map(Int.init))
+            batchSize: json["batchSize"]?.intValue.map(Int.init), overlap: try TargetSupport.overlap(json))
     }
 }
 

@@ -34,7 +34,8 @@ public struct RESTTargetFactory: SyncTargetFactory {
             return try SoqlSyncDownTarget(
                 client: client, query: try string("query"),
                 batchSize: json["batchSize"]?.intValue.map(Int.init),
-                idFieldName: idField, modificationDateFieldName: dateField)
+                idFieldName: idField, modificationDateFieldName: dateField,
+                overlap: try TargetSupport.overlap(json))
         case "sosl":
             return SoslSyncDownTarget(
                 client: client, query: try string("query"), idFieldName: idField,
@@ -50,7 +51,7 @@ public struct RESTTargetFactory: SyncTargetFactory {
                 objectType: try string("sobjectType"),
                 fieldlist: try Self.fieldlist(json, "fieldlist") ?? [],
                 countIdsPerSoql: json["coundIdsPerSoql"]?.intValue.map(Int.init) ?? 500, idFieldName: idField,
-                modificationDateFieldName: dateField)
+                modificationDateFieldName: dateField, overlap: try TargetSupport.overlap(json))
         case "parentChildren":
             return try ParentChildrenSyncDownTarget(json, client: client)
         case "metadata":

@@ -4,7 +4,7 @@ import SOQL
 
 /// Mobile Sync's refresh target (`SFRefreshSyncDownTarget`): fetches again, by id, the records
 /// already in a soup, `countIdsPerSoql` ids a query, in the soup's id order. A run after the
-/// first asks only for records modified since the sync's `maxTimeStamp`. Clean resync ghosts
+/// first asks only for records modified since the previous run (``SyncDownPosition``). Clean resync ghosts
 /// removes the local records the server no longer has.
 ///
 /// It reads the soup, so the factory that rebuilds it needs the store
@@ -19,13 +19,17 @@ public struct RefreshSyncDownTarget: SyncDownTarget {
     public let countIdsPerSoql: Int
     public let idFieldName: String
     public let modificationDateFieldName: String
+    public let overlap: Duration
 
-    /// - Throws: `SyncError.invalidTarget` for a bad type, field or count.
+    /// - Throws: `SyncError.invalidTarget` for a bad type, field, count or overlap.
     public init(
         client: RESTClient, store: SharedStore?, soupName: String, objectType: String, fieldlist: [String],
         countIdsPerSoql: Int = 500, idFieldName: String = "Id",
-        modificationDateFieldName: String = "LastModifiedDate"
+        modificationDateFieldName: String = "LastModifiedDate",
+        overlap: Duration = SyncDownPosition.defaultOverlap
     ) throws {
+        try TargetSupport.requireOverlap(overlap)
+        self.overlap = overlap
         try TargetSupport.requireType(objectType)
         try TargetSupport.requireFields(fieldlist)
         guard (1...2000).contains(countIdsPerSoql) else {
@@ -43,51 +47,47 @@ public struct RefreshSyncDownTarget: SyncDownTarget {
     }
 
     public var json: JSONObject {
-        [
+        var object: JSONObject = [
             "type": "refresh", "soupName": .string(soupName), "sobjectType": .string(objectType),
             "fieldlist": .array(fieldlist.map(JSONValue.string)),
             "coundIdsPerSoql": .int(Int64(countIdsPerSoql)),
             "idFieldName": .string(idFieldName),
             "modificationDateFieldName": .string(modificationDateFieldName),
         ]
+        TargetSupport.addOverlap(overlap, to: &object)
+        return object
     }
 
-    public func isSyncDownSortedByLatestModification() -> Bool { false }
-
-    /// The run's state between pages, in ``SyncDownPage/next``: `PAGE:MAXTIMESTAMP:INCLUSIVE`.
+    /// The run's state between pages, in ``SyncDownPage/next``: `PAGE:MODIFIEDSINCE` (-1: all).
     struct Position {
         var page: Int
-        var maxTimeStamp: Int64
-        var inclusive: Bool
+        var modifiedSince: Int64?
 
-        var text: String { "\(page):\(maxTimeStamp):\(inclusive)" }
+        var text: String { "\(page):\(modifiedSince ?? -1)" }
 
-        init(page: Int, maxTimeStamp: Int64, inclusive: Bool) {
+        init(page: Int, modifiedSince: Int64?) {
             self.page = page
-            self.maxTimeStamp = maxTimeStamp
-            self.inclusive = inclusive
+            self.modifiedSince = modifiedSince
         }
 
         init?(_ text: String) {
             let parts = text.split(separator: ":")
-            guard parts.count == 3, let page = Int(parts[0]), let stamp = Int64(parts[1]) else { return nil }
-            self.init(page: page, maxTimeStamp: stamp, inclusive: parts[2] == "true")
+            guard parts.count == 2, let page = Int(parts[0]), let since = Int64(parts[1]) else { return nil }
+            self.init(page: page, modifiedSince: since < 0 ? nil : since)
         }
     }
 
-    public func startFetch(maxTimeStamp: Int64, inclusive: Bool) async throws -> SyncDownPage {
+    /// Reads the server's clock (see ``SoqlSyncDownTarget``), then the first batch of ids.
+    public func startFetch(_ start: FetchStart) async throws -> SyncDownPage {
         let store = try requireStore()
         let soup = soupName
         let total = try await store.read { reader in
             try reader.soupIfExists(soup) != nil ? reader.count(in: soup) : 0
         }
-        // The newest stamp before the first query: records changed while the run goes on have a
-        // later one, so the run's maxTimeStamp never passes them (see SoqlSyncDownTarget).
-        let highWater = try await TargetSupport.highWaterMark(
+        let serverTime = try await TargetSupport.serverTime(
             of: objectType, field: modificationDateFieldName, client: client)
-        var page = try await fetch(
-            Position(page: 0, maxTimeStamp: maxTimeStamp, inclusive: inclusive), total: total)
-        page.highWaterMark = highWater
+        var page = try await fetch(Position(page: 0, modifiedSince: start.modifiedSince), total: total)
+        page.serverTime = serverTime
         return page
     }
 
@@ -112,10 +112,9 @@ public struct RefreshSyncDownTarget: SyncDownTarget {
         var records: [JSONObject] = []
         if !ids.isEmpty {
             var query = TargetSupport.idQuery(fields: fieldlist, of: objectType, ids: ids, idField: idField)
-            if position.maxTimeStamp > 0 {
+            if let since = position.modifiedSince {
                 query = query.addingTimeStampFilter(
-                    field: modificationDateFieldName, milliseconds: position.maxTimeStamp,
-                    inclusive: position.inclusive)
+                    field: modificationDateFieldName, milliseconds: since, inclusive: true)
             }
             for try await fetched in client.query(query.soql) { records += fetched.records }
         }
@@ -148,10 +147,40 @@ public struct RefreshSyncDownTarget: SyncDownTarget {
 }
 
 extension TargetSupport {
-    /// The server's newest `field` stamp of `type` (`SELECT MAX(field) FROM type`), -1 for none.
-    static func highWaterMark(of type: String, field: String, client: RESTClient) async throws -> Int64 {
+    /// The server's clock before a fetch's query: the `Date` of the answer to
+    /// `SELECT MAX(field) FROM type` (one aggregate row, no records), or, from a server that
+    /// sends no `Date`, that newest stamp (no later than its clock); nil when it tells neither.
+    static func serverTime(of type: String, field: String, client: RESTClient) async throws -> Int64? {
         let page = try await client.queryFirstPage(
             SOQLQuery(fields: [.aggregate(.max, field)], object: type).soql)
-        return page.records.first?["expr0"]?.stringValue.flatMap(DateTimeLiteral.milliseconds) ?? -1
+        if let time = page.serverTime { return time }
+        return page.records.first?["expr0"]?.stringValue.flatMap(DateTimeLiteral.milliseconds)
+    }
+
+    /// An overlap a target accepts: whole seconds, from none to a day.
+    static func requireOverlap(_ overlap: Duration) throws {
+        let millis = overlap.inWholeMilliseconds
+        guard millis >= 0, millis <= 86_400_000, millis % 1000 == 0 else {
+            throw SyncError(
+                .invalidTarget, "overlapSeconds must be a whole number of seconds from 0 to 86400")
+        }
+    }
+
+    /// `overlapSeconds` in a target's JSON, when it is not the default.
+    static func addOverlap(_ overlap: Duration, to object: inout JSONObject) {
+        guard overlap != SyncDownPosition.defaultOverlap else { return }
+        object["overlapSeconds"] = .int(overlap.inWholeMilliseconds / 1000)
+    }
+
+    /// The overlap a target's JSON gives (`overlapSeconds`), or the default.
+    static func overlap(_ json: JSONObject) throws -> Duration {
+        guard let value = json["overlapSeconds"], !value.isNull else {
+            return SyncDownPosition.defaultOverlap
+        }
+        guard let seconds = value.intValue, (0...86_400).contains(seconds) else {
+            throw SyncError(
+                .invalidTarget, "overlapSeconds must be a whole number of seconds from 0 to 86400")
+        }
+        return .seconds(seconds)
     }
 }

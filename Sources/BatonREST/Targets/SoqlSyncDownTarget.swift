@@ -3,9 +3,10 @@ import BatonSync
 import SOQL
 
 /// Mobile Sync's SOQL sync down target: the query gets any missing `Id` and `LastModifiedDate`
-/// fields, and `ORDER BY LastModifiedDate` when it has no top-level ORDER BY (then
-/// ``isSyncDownSortedByLatestModification()`` is true). A resumed fetch adds
-/// `LastModifiedDate > maxTimeStamp` (after done) or `>=` (after a stop) first in its WHERE.
+/// fields, and `ORDER BY Id` when it has no top-level ORDER BY (then ``resumesAfterId`` is true:
+/// a stopped run resumes after the last id it saved). A run after the first adds
+/// `LastModifiedDate >= modifiedSince` (``SyncDownPosition``) first in its WHERE, and a resumed
+/// one `Id > 'last id saved'`.
 ///
 /// ```swift
 /// let target = try SoqlSyncDownTarget(client: client, query: "SELECT Name FROM Account", batchSize: 500)
@@ -18,12 +19,16 @@ public struct SoqlSyncDownTarget: SyncDownTarget {
     public let batchSize: Int?
     public let idFieldName: String
     public let modificationDateFieldName: String
+    /// How long after its stamp a server transaction may still commit (``SyncDownTarget/overlap``).
+    public let overlap: Duration
     let parsed: SOQLQuery
 
-    /// - Throws: `SyncError.invalidTarget` when the query is not valid SOQL.
+    /// - Throws: `SyncError.invalidTarget` when the query is not valid SOQL, or the batch size or
+    ///   overlap is out of range.
     public init(
         client: RESTClient, query: String, batchSize: Int? = nil, idFieldName: String = "Id",
-        modificationDateFieldName: String = "LastModifiedDate"
+        modificationDateFieldName: String = "LastModifiedDate",
+        overlap: Duration = SyncDownPosition.defaultOverlap
     ) throws {
         do {
             parsed = try SOQLQuery(parsing: query)
@@ -39,11 +44,13 @@ public struct SoqlSyncDownTarget: SyncDownTarget {
         if let batchSize, !(1...2000).contains(batchSize) {
             throw SyncError(.invalidTarget, "batch size must be between 1 and 2000, not \(batchSize)")
         }
+        try TargetSupport.requireOverlap(overlap)
         self.client = client
         self.query = query
         self.batchSize = batchSize
         self.idFieldName = idFieldName
         self.modificationDateFieldName = modificationDateFieldName
+        self.overlap = overlap
     }
 
     public var json: JSONObject {
@@ -52,24 +59,44 @@ public struct SoqlSyncDownTarget: SyncDownTarget {
             "modificationDateFieldName": .string(modificationDateFieldName),
         ]
         if let batchSize { object["batchSize"] = .int(Int64(batchSize)) }
+        TargetSupport.addOverlap(overlap, to: &object)
         return object
     }
 
-    /// The query sent for a full fetch: missing fields added, ordered when it was not.
+    /// The query sent for a full fetch: missing fields added, ordered by id when it was not
+    /// ordered.
     public var fetchQuery: SOQLQuery {
-        parsed.addingFields([idFieldName, modificationDateFieldName]).addingOrderBy(modificationDateFieldName)
+        parsed.addingFields([idFieldName, modificationDateFieldName]).addingOrderBy(idFieldName)
     }
 
+    /// True when the fetch is ordered by id alone, ascending, with no LIMIT or OFFSET: the
+    /// records after the last id saved are then exactly those the run had still to fetch.
+    public var resumesAfterId: Bool {
+        let query = fetchQuery
+        return query.orderBy.count == 1 && query.isOrdered(by: idFieldName) && query.orderBy[0].ascending
+            && query.limit == nil && query.offset == nil
+    }
+
+    /// Mobile Sync's name: true when the query the target sends is ordered by the modification
+    /// date (an app's own `ORDER BY LastModifiedDate`). Baton orders a query without ORDER BY by
+    /// id (``resumesAfterId``), so this is false for such a query.
     public func isSyncDownSortedByLatestModification() -> Bool {
         guard let first = fetchQuery.orderBy.first else { return false }
         return first.field.lowercased() == modificationDateFieldName.lowercased() && first.ascending
     }
 
-    /// The query for a run resuming from `maxTimeStamp` (-1: from the start).
-    public func query(maxTimeStamp: Int64, inclusive: Bool) -> SOQLQuery {
-        guard maxTimeStamp >= 0 else { return fetchQuery }
-        return fetchQuery.addingTimeStampFilter(
-            field: modificationDateFieldName, milliseconds: maxTimeStamp, inclusive: inclusive)
+    /// The query for a fetch from `start`: `LastModifiedDate >= since` and, resuming, `Id > 'id'`
+    /// first in the WHERE.
+    public func query(_ start: FetchStart) -> SOQLQuery {
+        var query = fetchQuery
+        if let afterId = start.afterId, resumesAfterId {
+            query = query.addingFilterFirst(field: idFieldName, op: .greater, value: .string(afterId))
+        }
+        if let since = start.modifiedSince {
+            query = query.addingTimeStampFilter(
+                field: modificationDateFieldName, milliseconds: since, inclusive: true)
+        }
+        return query
     }
 
     /// The first page of a run asks for at most this many records (Salesforce's smallest batch),
@@ -77,20 +104,16 @@ public struct SoqlSyncDownTarget: SyncDownTarget {
     /// resume; later pages ask for ``batchSize``.
     public static let firstPageSize = 200
 
-    /// Asks first for the server's newest stamp on the object (`SELECT MAX(LastModifiedDate)
-    /// FROM Account`, whatever the query's filter: one aggregate row, no records), then starts
-    /// the query: every record the query has yet to serve was modified before the query
-    /// started, so a served stamp later than the answer marks a record modified while the query
-    /// was paged.
-    public func startFetch(maxTimeStamp: Int64, inclusive: Bool) async throws -> SyncDownPage {
-        let highWater = try await TargetSupport.highWaterMark(
+    /// Reads the server's clock first (``TargetSupport/serverTime(of:field:client:)``, one
+    /// aggregate request, no records), then starts the query.
+    public func startFetch(_ start: FetchStart) async throws -> SyncDownPage {
+        let serverTime = try await TargetSupport.serverTime(
             of: parsed.object, field: modificationDateFieldName, client: client)
         let page = try await client.queryFirstPage(
-            query(maxTimeStamp: maxTimeStamp, inclusive: inclusive).soql,
-            batchSize: min(batchSize ?? 2000, Self.firstPageSize))
+            query(start).soql, batchSize: min(batchSize ?? 2000, Self.firstPageSize))
         return SyncDownPage(
             records: page.records, totalSize: page.totalSize, next: page.done ? nil : page.nextRecordsUrl,
-            highWaterMark: highWater)
+            serverTime: serverTime)
     }
 
     public func continueFetch(after page: SyncDownPage) async throws -> SyncDownPage? {

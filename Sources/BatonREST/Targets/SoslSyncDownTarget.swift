@@ -33,9 +33,7 @@ public struct SoslSyncDownTarget: SyncDownTarget {
         ]
     }
 
-    public func isSyncDownSortedByLatestModification() -> Bool { false }
-
-    public func startFetch(maxTimeStamp: Int64, inclusive: Bool) async throws -> SyncDownPage {
+    public func startFetch(_ start: FetchStart) async throws -> SyncDownPage {
         let records = try await search()
         return SyncDownPage(records: records, totalSize: records.count, next: nil)
     }

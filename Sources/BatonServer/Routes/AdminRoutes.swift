@@ -1,6 +1,8 @@
 import BatonJSON
+import BatonTime
 import GRDB
 import Hummingbird
+import SOQL
 
 /// `/admin` (same token): seed, touch and delete records, read stats, set faults. For tests and
 /// demos; a real org has no such routes.
@@ -8,6 +10,7 @@ struct AdminRoutes: Sendable {
     let storage: RecordStorage
     let faults: FaultInjector
     let stats: ServerStats
+    let held: HeldTransactions
 
     func register<Context: RequestContext>(on group: RouterGroup<Context>) {
         group.post("seed") { request, _ -> Response in
@@ -18,9 +21,13 @@ struct AdminRoutes: Sendable {
             let timeStamps = try body["timeStamps"].map { try Self.count($0, max: 5_000_000) } ?? count
             let bytes = try body["bytes"].map { try Self.count($0, max: 100_000) } ?? 0
             let template = body["fields"]?.objectValue ?? [:]
+            // How long ago the newest seeded record was last modified: a store of existing
+            // records, as an org has, rather than records all modified just now.
+            let age = try body["ageSeconds"].map { try Self.count($0, max: 10 * 365 * 86_400) } ?? 0
             if let schema = body["schema"] { try storage.extendSchema { try $0.merge(schema) } }
             let ids = try storage.seed(
-                type: type, count: count, timeStamps: max(1, timeStamps), bytes: bytes, template: template)
+                type: type, count: count, timeStamps: max(1, timeStamps), bytes: bytes, template: template,
+                ageSeconds: age)
             var out: JSONObject = ["created": .int(Int64(ids.count))]
             if ids.count <= 1000 { out["ids"] = .array(ids.map(JSONValue.string)) }
             return .json(.ok, .object(out))
@@ -30,8 +37,11 @@ struct AdminRoutes: Sendable {
             let body = try await request.jsonObjectBody()
             let type = try storage.object(body["type"]?.stringValue ?? "").name
             let fields = try storage.writable(body["fields"]?.objectValue ?? [:], type: type)
+            // Stamped that long ago, as an import that sets the audit fields would leave them.
+            let age = try body["ageSeconds"].map { try Self.count($0, max: 10 * 365 * 86_400) } ?? 0
             let ids = try storage.touch(
-                type: type, ids: Self.ids(body), count: body["count"]?.intValue.map(Int.init), fields: fields)
+                type: type, ids: Self.ids(body), count: body["count"]?.intValue.map(Int.init), fields: fields,
+                ageSeconds: age)
             return .json(.ok, ["ids": .array(ids.map(JSONValue.string))])
         }
         group.post("delete") { request, _ -> Response in
@@ -53,6 +63,40 @@ struct AdminRoutes: Sendable {
                 return removed
             }
             return .json(.ok, ["deleted": .int(Int64(removed))])
+        }
+        // A transaction that commits late: `POST transactions` stamps it now (on Salesforce's
+        // clock) and keeps its writes back; `POST transactions/ID/commit` makes them visible;
+        // `DELETE transactions/ID` drops them.
+        group.post("transactions") { request, _ -> Response in
+            var request = request
+            let body = try await request.jsonObjectBody()
+            let type = try storage.object(body["type"]?.stringValue ?? "").name
+            let fields = try storage.writable(body["fields"]?.objectValue ?? [:], type: type)
+            let creates = try body["create"].map { try Self.count($0, max: 10_000) } ?? 0
+            let ids =
+                body["ids"] != nil || body["count"] != nil
+                ? try storage.read { db in
+                    try storage.pick(
+                        db, type: type, ids: Self.ids(body), count: body["count"]?.intValue.map(Int.init))
+                } : []
+            let stamp = storage.transactionStartStamp()
+            let id = try held.begin(
+                HeldTransactions.Held(type: type, ids: ids, creates: creates, fields: fields, stamp: stamp))
+            return .json(
+                .ok,
+                [
+                    "transaction": .string(id), "ids": .array(ids.map(JSONValue.string)),
+                    "stamp": stamp.map { .string(DateTimeLiteral.format(milliseconds: $0)) } ?? .null,
+                ])
+        }
+        group.post("transactions/:transaction/commit") { _, context -> Response in
+            let transaction = try held.take(try context.parameters.require("transaction"))
+            let ids = try storage.commit(transaction)
+            return .json(.ok, ["ids": .array(ids.map(JSONValue.string))])
+        }
+        group.delete("transactions/:transaction") { _, context -> Response in
+            _ = try held.take(try context.parameters.require("transaction"))
+            return .json(.ok, ["rolledBack": true])
         }
         group.get("records") { request, _ -> Response in
             let type = try storage.object(request.uri.queryParameters.get("type") ?? "").name
@@ -99,12 +143,15 @@ struct AdminRoutes: Sendable {
 
 extension RecordStorage {
     /// Creates `count` records whose `LastModifiedDate`s take `timeStamps` distinct values
-    /// (fewer values than records makes ties, also across page boundaries).
+    /// (fewer values than records makes ties, also across page boundaries), the newest
+    /// `ageSeconds` before now: one second apart on Salesforce's clock, as a load of that many
+    /// transactions would leave them.
     ///
     /// A new type is declared, with `Number__c`, `Description` and the template's fields (typed by
     /// their values), so what is seeded can be queried.
-    func seed(type: String, count: Int, timeStamps: Int, bytes: Int, template: JSONObject) throws -> [String]
-    {
+    func seed(
+        type: String, count: Int, timeStamps: Int, bytes: Int, template: JSONObject, ageSeconds: Int = 0
+    ) throws -> [String] {
         guard RecordStorage.isTypeName(type) else { throw SalesforceError.notFound() }
         extendSchema { schema in
             schema.declare(type: type)
@@ -119,7 +166,7 @@ extension RecordStorage {
         }
         let template = try writable(template, type: type)
         let type = try object(type).name
-        let first = reserveTimeStamps(timeStamps)
+        let (first, step) = seedStamps(distinct: timeStamps, ageMillis: Int64(ageSeconds) * 1000)
         let padding = bytes > 0 ? String(repeating: "x", count: bytes) : nil
         return try write { db in
             var ids: [String] = []
@@ -131,7 +178,7 @@ extension RecordStorage {
             let firstSequence = try reserveSequences(db, type: type, count: count)
             for index in 0..<count {
                 let id = RecordId.make(type: type, sequence: firstSequence + Int64(index))
-                let stamp = first + Int64(index * timeStamps / max(count, 1))
+                let stamp = first + Int64(index * timeStamps / max(count, 1)) * step
                 var fields = template
                 fields["Name"] = fields["Name"] ?? .string("\(type) \(index + 1)")
                 fields["Number__c"] = .int(Int64(index + 1))
@@ -162,15 +209,31 @@ extension RecordStorage {
             arguments: [type, count ?? 1])
     }
 
-    /// Modifies records (the given ids, or `count` random ones): merges `fields` and bumps the
-    /// time stamps. Returns the ids touched.
-    func touch(type: String, ids: [String]?, count: Int?, fields: JSONObject) throws -> [String] {
-        try write { db in
+    /// Modifies records (the given ids, or `count` random ones), all in one transaction: merges
+    /// `fields` and stamps them, `ageSeconds` before now when given (never after their
+    /// creation). Returns the ids touched.
+    func touch(type: String, ids: [String]?, count: Int?, fields: JSONObject, ageSeconds: Int = 0) throws
+        -> [String]
+    {
+        let aged: Int64? =
+            ageSeconds > 0
+            ? {
+                let stamp = now() - Int64(ageSeconds) * 1000
+                return clock == .salesforce ? ServerClock.wholeSecond(stamp) : stamp
+            }() : nil
+        return try write { db in
             let targets = try pick(db, type: type, ids: ids, count: count)
             var touched: [String] = []
             for id in targets {
                 guard try storedFields(db, type: type, id: id) != nil else { continue }
                 try update(db, type: type, id: id, fields: fields)
+                if let aged {
+                    try db.execute(
+                        sql: """
+                            UPDATE records SET lastModified = ?, systemModstamp = ?, created = min(created, ?)
+                            WHERE id = ?
+                            """, arguments: [aged, aged, aged, id])
+                }
                 touched.append(id)
             }
             return touched

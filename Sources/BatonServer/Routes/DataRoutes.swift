@@ -195,6 +195,20 @@ struct DataRoutes: Sendable {
     func withFaults(isWrite: Bool, _ body: () async throws -> Response) async throws -> Response {
         let latency = faults.latencyMs
         if latency > 0 { try await Task.sleep(for: .milliseconds(latency)) }
+        let commitDelay = isWrite ? faults.commitDelayMs : 0
+        guard commitDelay > 0 else { return try await withDecidedFault(isWrite: isWrite, body) }
+        // Stamped now, committed later: its records show up after ones stamped meanwhile.
+        let stamp = storage.transactionStartStamp()
+        stats.fault("commitDelay")
+        try await Task.sleep(for: .milliseconds(commitDelay))
+        return try await RecordStorage.$startedStamp.withValue(stamp) {
+            try await withDecidedFault(isWrite: isWrite, body)
+        }
+    }
+
+    /// The request with the fault the injector decides for it.
+    private func withDecidedFault(isWrite: Bool, _ body: () async throws -> Response) async throws -> Response
+    {
         switch faults.decide(isWrite: isWrite) {
         case .none:
             let response = try await body()

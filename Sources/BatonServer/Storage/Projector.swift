@@ -8,6 +8,8 @@ import GRDB
 struct Projector: Sendable {
     let schema: ServerSchema
     let apiPath: String
+    /// Time-stamp comparisons in child subqueries ignore milliseconds (Salesforce's clock).
+    var wholeSeconds = false
 
     func attributes(type: String, id: String) -> JSONValue {
         ["type": .string(type), "url": .string("\(apiPath)/sobjects/\(type)/\(id)")]
@@ -91,7 +93,9 @@ final class RelatedRecords {
     func children(of parentId: String, through lookup: FieldDescription, _ query: ResolvedQuery) throws
         -> [JSONValue]
     {
-        let (sql, arguments) = try QueryTranslator(schema: projector.schema).idQuery(
+        let (sql, arguments) = try QueryTranslator(
+            schema: projector.schema, wholeSeconds: projector.wholeSeconds
+        ).idQuery(
             for: query, childOf: (lookup, parentId))
         let ids = try Int64.fetchAll(db, sql: sql, arguments: arguments)
         let rows = try QueryEngine.rows(db, type: query.object.name, rowIds: ids)

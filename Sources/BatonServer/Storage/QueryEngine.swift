@@ -52,7 +52,8 @@ final class QueryEngine: Sendable {
         }
         let schema = storage.schema
         let resolved = try schema.resolve(query)
-        let (sql, arguments) = try QueryTranslator(schema: schema).idQuery(for: resolved)
+        let (sql, arguments) = try QueryTranslator(schema: schema, wholeSeconds: storage.clock == .salesforce)
+            .idQuery(for: resolved)
         if resolved.isCount {
             // `SELECT COUNT() FROM …`: the count in totalSize, no records, no locator.
             let count = try storage.read { db in
@@ -75,7 +76,7 @@ final class QueryEngine: Sendable {
     /// where no record matched), as the API answers an aggregate query without GROUP BY; no
     /// records served, no locator. LIMIT 0 or an OFFSET past the row leaves it out.
     private func aggregate(_ resolved: ResolvedQuery) throws -> Page {
-        let translator = QueryTranslator(schema: storage.schema)
+        let translator = QueryTranslator(schema: storage.schema, wholeSeconds: storage.clock == .salesforce)
         let (sql, arguments) = try translator.aggregateQuery(for: resolved)
         // Time stamps are kept as milliseconds and answered as date-times.
         let stamps = try resolved.query.fields.map { item -> Bool in
@@ -236,7 +237,8 @@ final class QueryEngine: Sendable {
         _ db: Database, cursor: Cursor, rowIds: [Int64], to out: inout JSONTextWriter
     ) throws -> Int {
         let rows = try Self.rows(db, type: cursor.query.object.name, rowIds: rowIds)
-        let projector = Projector(schema: storage.schema, apiPath: cursor.apiPath)
+        let projector = Projector(
+            schema: storage.schema, apiPath: cursor.apiPath, wholeSeconds: storage.clock == .salesforce)
         let related = RelatedRecords(db: db, projector: projector)
         var count = 0
         for id in rowIds {

@@ -6,6 +6,9 @@ import SOQL
 /// (`Account.Name`) becomes a subselect of the parent record.
 struct QueryTranslator {
     let schema: ServerSchema
+    /// Compare time stamps as Salesforce does, ignoring milliseconds (its stamps are whole
+    /// seconds): a literal's milliseconds are dropped.
+    var wholeSeconds = false
 
     /// The SQL that selects the row ids of the matching records in order, and its arguments;
     /// for a child subquery, only the children of `parentId` through `lookup`.
@@ -114,7 +117,7 @@ struct QueryTranslator {
             return "NOT (\(try translate(inner, on: object, &arguments)))"
         case .comparison(let field, let op, let literal):
             let (expression, described) = try column(field, on: object)
-            let value = try Self.databaseValue(literal, field: described.name)
+            let value = try databaseValue(literal, field: described.name)
             if value.isNull {
                 switch op {
                 case .equal: return "\(expression) IS NULL"
@@ -135,13 +138,13 @@ struct QueryTranslator {
             return "\(try column(field, on: object).sql) \(negated ? "NOT LIKE" : "LIKE") ? ESCAPE '\\'"
         case .isIn(let field, let values, let negated):
             let (expression, described) = try column(field, on: object)
-            for value in values { arguments += [try Self.databaseValue(value, field: described.name)] }
+            for value in values { arguments += [try databaseValue(value, field: described.name)] }
             let list = Array(repeating: "?", count: values.count).joined(separator: ", ")
             return "\(expression) \(negated ? "NOT IN" : "IN") (\(list))"
         }
     }
 
-    static func databaseValue(_ literal: Literal, field: String) throws -> DatabaseValue {
+    func databaseValue(_ literal: Literal, field: String) throws -> DatabaseValue {
         switch literal {
         case .null: return .null
         case .boolean(let value): return (value ? 1 : 0).databaseValue
@@ -154,9 +157,10 @@ struct QueryTranslator {
             guard let millis = DateTimeLiteral.milliseconds(text) else {
                 throw SalesforceError.malformedQuery("invalid date-time \(text)")
             }
-            return isTimeStamp(field) ? millis.databaseValue : text.databaseValue
+            guard Self.isTimeStamp(field) else { return text.databaseValue }
+            return (wholeSeconds ? ServerClock.wholeSecond(millis) : millis).databaseValue
         case .date(let text):
-            if isTimeStamp(field), let millis = DateTimeLiteral.milliseconds(text + "T00:00:00Z") {
+            if Self.isTimeStamp(field), let millis = DateTimeLiteral.milliseconds(text + "T00:00:00Z") {
                 return millis.databaseValue
             }
             return text.databaseValue

@@ -12,13 +12,29 @@ final class RecordStorage: Sendable {
     /// Records created, changed or read by id through the API, newest first: what
     /// `GET sobjects/TYPE` answers as `recentItems`.
     let recentItems = RecentItems()
-    /// The last time stamp handed out, so every write gets a strictly later one than the last.
+    /// How records are stamped.
+    let clock: ServerClock
+    /// The wall clock the stamps are read from (ms since 1970).
+    let now: @Sendable () -> Int64
+    /// On the ideal clock, the last stamp handed out, so every write gets a strictly later one.
     private let lastTimeStamp = Locked<Int64>(0)
+    /// The stamp of the write transaction running now, on Salesforce's clock. Write
+    /// transactions run one at a time on ``queue``, so one slot is enough.
+    private let transactionStamp = Locked<Int64?>(nil)
+
+    /// The stamp the transaction of the request being handled was given when it started, when
+    /// that was before its write runs (a commit held back by a fault): its records get it.
+    @TaskLocal static var startedStamp: Int64?
 
     /// The types and fields the server knows; queries and writes are checked against it.
     private let schemaState: Locked<ServerSchema>
 
-    init(path: String?, schema: ServerSchema = .standard) throws {
+    init(
+        path: String?, schema: ServerSchema = .standard, clock: ServerClock = .salesforce,
+        now: @escaping @Sendable () -> Int64 = WallClock.nowMillis
+    ) throws {
+        self.clock = clock
+        self.now = now
         schemaState = Locked(schema)
         var configuration = Configuration()
         configuration.label = "baton.server"
@@ -48,22 +64,37 @@ final class RecordStorage: Sendable {
         lastTimeStamp.withLock { $0 = newest }
     }
 
-    /// A time stamp later than every one handed out before (the wall clock, bumped on ties).
-    func nextTimeStamp() -> Int64 {
-        let now = WallClock.nowMillis()
+    /// The stamp of a record written now: its transaction's on Salesforce's clock; on the ideal
+    /// clock, one later than every stamp handed out before (the wall clock, bumped on ties).
+    func recordStamp() -> Int64 {
+        if let stamp = transactionStamp.withLock({ $0 }) { return stamp }
+        if let stamp = clock.transactionStamp(now: now()) { return stamp }
+        let now = now()
         return lastTimeStamp.withLock { last in
             last = max(now, last + 1)
             return last
         }
     }
 
-    /// Reserves `count` time stamps: returns the first; the last is first + count - 1.
-    func reserveTimeStamps(_ count: Int) -> Int64 {
-        let now = WallClock.nowMillis()
-        return lastTimeStamp.withLock { last in
-            let first = max(now - Int64(count), last + 1)
-            last = first + Int64(max(count, 1)) - 1
-            return first
+    /// The stamp a transaction starting now gets (nil on the ideal clock, which stamps each
+    /// record when it is written): taken by a request whose commit is held back.
+    func transactionStartStamp() -> Int64? { clock.transactionStamp(now: now()) }
+
+    /// Stamps for `distinct` values of a seed whose newest is `age` ms before now: returns the
+    /// first and the step between two values (whole seconds on Salesforce's clock).
+    func seedStamps(distinct: Int, ageMillis: Int64) -> (first: Int64, step: Int64) {
+        let count = Int64(max(distinct, 1))
+        let newest = now() - ageMillis
+        switch clock {
+        case .salesforce:
+            return (ServerClock.wholeSecond(newest) - (count - 1) * 1000, 1000)
+        case .ideal:
+            guard ageMillis == 0 else { return (newest - count, 1) }
+            return lastTimeStamp.withLock { last in
+                let first = max(newest - count, last + 1)
+                last = first + count - 1
+                return (first, 1)
+            }
         }
     }
 
@@ -71,17 +102,35 @@ final class RecordStorage: Sendable {
         try queue.read(body)
     }
 
+    /// Runs `body` in a write transaction. On Salesforce's clock every record it writes gets one
+    /// stamp: the request's ``startedStamp`` when its commit was held back, else the second
+    /// the transaction starts in.
     func write<T>(_ body: (Database) throws -> T) throws -> T {
-        try queue.write(body)
+        let started = Self.startedStamp
+        return try queue.write { db in
+            try stamping(started) { try body(db) }
+        }
     }
 
-    /// Runs `body` in a transaction that commits only when it returns true.
+    /// Runs `body` in a transaction that commits only when it returns true (stamped as
+    /// ``write(_:)``).
     func transaction(_ body: (Database) throws -> Bool) throws {
+        let started = Self.startedStamp
         try queue.writeWithoutTransaction { db in
-            try db.inTransaction {
-                try body(db) ? .commit : .rollback
+            try stamping(started) {
+                try db.inTransaction {
+                    try body(db) ? .commit : .rollback
+                }
             }
         }
+    }
+
+    /// Runs `work` (inside the queue, so one at a time) with the transaction's stamp set.
+    private func stamping<T>(_ started: Int64?, _ work: () throws -> T) rethrows -> T {
+        let stamp = clock == .ideal ? nil : (started ?? clock.transactionStamp(now: now()))
+        transactionStamp.withLock { $0 = stamp }
+        defer { transactionStamp.withLock { $0 = nil } }
+        return try work()
     }
 
     // MARK: - Schema
@@ -170,7 +219,7 @@ final class RecordStorage: Sendable {
         try checkLookups(db, fields, of: object)
         let type = object.name
         let id = try nextId(db, type: type)
-        let stamp = nextTimeStamp()
+        let stamp = recordStamp()
         try db.execute(
             sql:
                 "INSERT INTO records (id, type, created, lastModified, systemModstamp, fields) VALUES (?, ?, ?, ?, ?, ?)",
@@ -190,7 +239,7 @@ final class RecordStorage: Sendable {
         try checkLookups(db, fields, of: object)
         var merged = current
         for (key, value) in fields { merged[key] = value }
-        let stamp = nextTimeStamp()
+        let stamp = recordStamp()
         try db.execute(
             sql: "UPDATE records SET fields = ?, lastModified = ?, systemModstamp = ? WHERE id = ?",
             arguments: [merged.jsonString, stamp, stamp, id])

@@ -149,7 +149,8 @@ struct SOSLSearch: Sendable {
     /// asks, at most ``limit`` (2,000) in all.
     func run(storage: RecordStorage, apiPath: String) throws -> (body: JSONValue, served: [String: Int]) {
         let schema = storage.schema
-        let projector = Projector(schema: schema, apiPath: apiPath)
+        let projector = Projector(
+            schema: schema, apiPath: apiPath, wholeSeconds: storage.clock == .salesforce)
         var specs = returning
         if specs.isEmpty {
             specs = schema.objectNames.map { Returning(query: SOQLQuery(fields: [.field("Id")], object: $0)) }
@@ -167,7 +168,9 @@ struct SOSLSearch: Sendable {
                 guard !resolved.isCount, !resolved.isAggregate else {
                     throw Self.malformed("RETURNING selects fields, not COUNT() or aggregates")
                 }
-                let (sql, arguments) = try QueryTranslator(schema: schema).idQuery(for: resolved)
+                let (sql, arguments) = try QueryTranslator(
+                    schema: schema, wholeSeconds: storage.clock == .salesforce
+                ).idQuery(for: resolved)
                 var taken = 0
                 let rows = try Row.fetchCursor(
                     db, sql: "SELECT r.* FROM (\(sql)) ids JOIN records r ON r.rowid = ids.rowid",

@@ -146,6 +146,18 @@ enum StoreMigrations {
                     DROP TABLE lease;
                     """)
         }
+        // A sync down's position (`SyncDownPosition` in BatonSync): the lower bound of its next
+        // fetch, and the server time and last id of the run in progress. Rows already there keep
+        // NULL, which says they were written before positions (BatonSync derives one from their
+        // maxTimeStamp); no row is rewritten.
+        migrator.registerMigration("v6-sync-down-position") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE sync_state ADD COLUMN modifiedSince INTEGER;
+                    ALTER TABLE sync_state ADD COLUMN runServerTime INTEGER;
+                    ALTER TABLE sync_state ADD COLUMN resumeAfterId TEXT;
+                    """)
+        }
         return migrator
     }
 }

@@ -11,6 +11,7 @@ final class SoupWriter {
     private let insert: Statement
     private let update: Statement
     private var lookups: [String: Statement] = [:]
+    private var entryLookups: [String: Statement] = [:]
 
     init(soup: SoupDescription, db: Database) throws {
         self.soup = soup
@@ -90,6 +91,28 @@ final class SoupWriter {
         }
         try insert.execute(arguments: StatementArguments(boxed: values))
         return (db.lastInsertedRowID, now)
+    }
+
+    /// The first entry whose indexed `path` equals `value`, or nil; its text is parsed only
+    /// when there is one.
+    func existing(at path: String, equals value: JSONValue) throws -> SoupEntry? {
+        guard !value.isNull else { return nil }
+        let statement: Statement
+        if let prepared = entryLookups[path] {
+            statement = prepared
+        } else {
+            guard soup.isIndexed(path) else {
+                throw StoreError(
+                    .notIndexed,
+                    "'\(path)' is not an indexed path of soup '\(soup.name)'; add an index spec for it")
+            }
+            statement = try db.cachedStatement(
+                sql:
+                    "SELECT id, json, lastModified FROM \(soup.tableName) WHERE \(soup.expression(for: path)) = ? LIMIT 1"
+            )
+            entryLookups[path] = statement
+        }
+        return try Row.fetchOne(statement, arguments: [value.databaseValue]).map(StoreReader.entry(from:))
     }
 
     /// The statement that finds the entry whose `path` has a value.

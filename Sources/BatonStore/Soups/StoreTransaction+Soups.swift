@@ -109,6 +109,27 @@ extension StoreTransaction {
         ).entryId
     }
 
+    /// Upserts a record as the server sent it (as ``upsertClean(_:syncId:into:externalIdPath:)``)
+    /// into the entry `entryId`, or as a new entry when it is nil, without looking anything up:
+    /// for a caller that looked the record up itself (``storedEntry(where:equals:in:)``).
+    @discardableResult
+    public func upsertClean(_ record: JSONObject, syncId: Int64?, into soupName: String, entryId: Int64?)
+        throws
+        -> Int64
+    {
+        try writer(soupName).write(
+            record, replacing: LocalFlags.cleanMembers(syncId: syncId), entryId: entryId, externalIdPath: nil
+        ).entryId
+    }
+
+    /// The first entry whose indexed `path` equals `value`, or nil, through a statement prepared
+    /// once per transaction: what a page's save looks up for each record it merges.
+    public func storedEntry(where path: String, equals value: JSONValue, in soupName: String) throws
+        -> SoupEntry?
+    {
+        try writer(soupName).existing(at: path, equals: value)
+    }
+
     /// Upserts many records in this transaction, through one prepared statement per kind.
     @discardableResult
     public func upsert(_ records: [JSONObject], into soupName: String, externalIdPath: String? = nil) throws

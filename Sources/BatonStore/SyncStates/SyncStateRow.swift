@@ -29,13 +29,22 @@ public struct SyncStateRow: Sendable, Hashable {
     public var endTime: Int64?
     /// The last failure, if any (never record contents).
     public var error: String?
+    /// A sync down's lower bound (ms since 1970): its next run fetches the records stamped at or
+    /// after it; -1: every record; nil: the row was written by a Baton from before positions.
+    public var modifiedSince: Int64?
+    /// The server's clock when the run in progress started (ms since 1970); -1: unknown; nil: no
+    /// run in progress.
+    public var runServerTime: Int64?
+    /// The id of the last record the run in progress saved, when its fetch is ordered by id.
+    public var resumeAfterId: String?
 
     /// Makes a row from its columns; `id` stays 0 until ``StoreTransaction/insertSyncState(_:)`` assigns one.
     public init(
         id: Int64 = 0, name: String?, type: String, target: JSONObject, options: JSONObject, soupName: String,
         status: String, progress: Int = 0, totalSize: Int = -1, maxTimeStamp: Int64 = -1,
         startTime: Int64? = nil,
-        endTime: Int64? = nil, error: String? = nil
+        endTime: Int64? = nil, error: String? = nil, modifiedSince: Int64? = -1, runServerTime: Int64? = nil,
+        resumeAfterId: String? = nil
     ) {
         self.id = id
         self.name = name
@@ -50,6 +59,9 @@ public struct SyncStateRow: Sendable, Hashable {
         self.startTime = startTime
         self.endTime = endTime
         self.error = error
+        self.modifiedSince = modifiedSince
+        self.runServerTime = runServerTime
+        self.resumeAfterId = resumeAfterId
     }
 
     init(row: Row) throws {
@@ -60,7 +72,8 @@ public struct SyncStateRow: Sendable, Hashable {
             soupName: row["soupName"], status: row["status"], progress: row["progress"],
             totalSize: row["totalSize"],
             maxTimeStamp: row["maxTimeStamp"], startTime: row["startTime"], endTime: row["endTime"],
-            error: row["error"])
+            error: row["error"], modifiedSince: row["modifiedSince"], runServerTime: row["runServerTime"],
+            resumeAfterId: row["resumeAfterId"])
     }
 }
 
@@ -110,14 +123,14 @@ extension StoreTransaction {
         try db.execute(
             sql: """
                 INSERT INTO sync_state (name, type, target, options, soupName, status, progress, totalSize,
-                    maxTimeStamp, startTime, endTime, error)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    maxTimeStamp, startTime, endTime, error, modifiedSince, runServerTime, resumeAfterId)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 state.name, state.type, state.target.jsonString, state.options.jsonString, state.soupName,
                 state.status,
                 state.progress, state.totalSize, state.maxTimeStamp, state.startTime, state.endTime,
-                state.error,
+                state.error, state.modifiedSince, state.runServerTime, state.resumeAfterId,
             ])
         var inserted = state
         inserted.id = db.lastInsertedRowID
@@ -131,7 +144,8 @@ extension StoreTransaction {
         try cached(
             """
             UPDATE sync_state SET name = ?, type = ?, target = ?, options = ?, soupName = ?, status = ?,
-                progress = ?, totalSize = ?, maxTimeStamp = ?, startTime = ?, endTime = ?, error = ?
+                progress = ?, totalSize = ?, maxTimeStamp = ?, startTime = ?, endTime = ?, error = ?,
+                modifiedSince = ?, runServerTime = ?, resumeAfterId = ?
             WHERE id = ?
             """
         ).execute(
@@ -139,7 +153,7 @@ extension StoreTransaction {
                 state.name, state.type, state.target.jsonString, state.options.jsonString, state.soupName,
                 state.status,
                 state.progress, state.totalSize, state.maxTimeStamp, state.startTime, state.endTime,
-                state.error, state.id,
+                state.error, state.modifiedSince, state.runServerTime, state.resumeAfterId, state.id,
             ])
         guard db.changesCount > 0 else {
             throw StoreError(.unknownSync, "sync \(state.id) no longer exists")

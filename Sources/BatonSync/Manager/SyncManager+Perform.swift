@@ -21,7 +21,7 @@ extension SyncManager {
             }
             cancelRequested.remove(job.syncId)
             return nil
-        case .run(let inclusive):
+        case .run:
             guard var state = try? SyncState.byId(job.syncId, store: store) else {
                 resumeSyncWaiters(job.syncId, nil)
                 return nil
@@ -29,7 +29,7 @@ extension SyncManager {
             do {
                 try checkForStop(state.id)
                 switch state.type {
-                case .syncDown: try await runSyncDown(&state, inclusive: inclusive, onUpdate: job.onUpdate)
+                case .syncDown: try await runSyncDown(&state, onUpdate: job.onUpdate)
                 case .syncUp: try await runSyncUp(&state, onUpdate: job.onUpdate)
                 }
                 state.status = .done

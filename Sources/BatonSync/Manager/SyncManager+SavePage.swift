@@ -19,7 +19,8 @@ extension SyncManager {
     /// state `stateAfter(n)` gives for the `n` records saved so far, or with nothing of the page
     /// when it gives none.
     func savePage(
-        _ records: [JSONObject], idField: String, children: ChildrenSoup?,
+        _ records: [JSONObject], idField: String, dateField: String, children: ChildrenSoup?,
+        incremental: Bool,
         stateAfter: @escaping @Sendable (Int) -> SyncState?
     ) async throws -> SavedPage {
         guard let full = stateAfter(records.count) else {
@@ -27,7 +28,7 @@ extension SyncManager {
         }
         let page = PageWrite(
             soupName: full.soupName, syncId: full.id, leaveIfChanged: full.mergeMode == .leaveIfChanged,
-            idField: idField, children: children)
+            idField: idField, dateField: dateField, children: children, incremental: incremental)
         let access = try writer()
         let cut = StopFlag()
         pageSaveCut = cut
@@ -67,17 +68,24 @@ extension SyncManager {
         /// Locally modified records (or trees with anything modified) are left alone.
         package var leaveIfChanged: Bool
         package var idField: String
+        /// The field holding the server's modification stamp (``FetchedRecordMerge``).
+        package var dateField: String
         /// Set when each record is a parent holding its children, which go to their own soup.
         package var children: ChildrenSoup?
+        /// The run fetches only what changed since a lower bound (not every record).
+        package var incremental: Bool
 
         package init(
-            soupName: String, syncId: Int64, leaveIfChanged: Bool, idField: String, children: ChildrenSoup?
+            soupName: String, syncId: Int64, leaveIfChanged: Bool, idField: String,
+            dateField: String = "LastModifiedDate", children: ChildrenSoup?, incremental: Bool = false
         ) {
             self.soupName = soupName
             self.syncId = syncId
             self.leaveIfChanged = leaveIfChanged
             self.idField = idField
+            self.dateField = dateField
             self.children = children
+            self.incremental = incremental
         }
     }
 
@@ -106,39 +114,91 @@ extension SyncManager {
         return SavedPage(records: records.count, state: full)
     }
 
-    /// Upserts one record of a page (and its children).
+    /// Merges one record of a page (and its children) into the store (``FetchedRecordMerge``).
     static func write(_ record: JSONObject, _ page: PageWrite, in transaction: StoreTransaction) throws {
         let idField = page.idField
         guard let serverId = record[idField], !serverId.isNull else { return }
-        if page.leaveIfChanged,
-            let existing = try transaction.entry(where: idField, equals: serverId, in: page.soupName),
-            LocalFlags.isDirty(existing.record)
-        {
-            return
-        }
+        let existing = try transaction.storedEntry(where: idField, equals: serverId, in: page.soupName)
         guard let children = page.children else {
-            try transaction.upsertClean(
-                record, syncId: page.syncId, into: page.soupName, externalIdPath: idField)
+            try merge(
+                record, into: existing, soup: page.soupName, page: page, dateField: page.dateField,
+                in: transaction)
             return
         }
-        if page.leaveIfChanged,
-            try transaction.query(
+        if page.leaveIfChanged {
+            if let existing, LocalFlags.isDirty(existing.record) { return }
+            if try transaction.query(
                 SoupQuery(where: [.exact(children.parentIdFieldName, serverId)]), in: children.soupName
-            ).contains(where: { LocalFlags.isDirty($0.record) })
-        {
-            return
+            ).contains(where: { LocalFlags.isDirty($0.record) }) {
+                return
+            }
         }
         var parent = record
         parent[children.relationshipKey] = nil
-        try transaction.upsertClean(parent, syncId: page.syncId, into: page.soupName, externalIdPath: idField)
+        try merge(
+            parent, into: existing, soup: page.soupName, page: page, dateField: page.dateField,
+            in: transaction)
         for child in record[children.relationshipKey]?.arrayValue ?? [] {
-            guard var child = child.objectValue, child[children.idFieldName]?.isNull == false else {
+            guard var child = child.objectValue, let childId = child[children.idFieldName], !childId.isNull
+            else {
                 continue
             }
             child[children.parentIdFieldName] = serverId
-            try transaction.upsertClean(
-                child, syncId: page.syncId, into: children.soupName, externalIdPath: children.idFieldName)
+            let stored = try transaction.storedEntry(
+                where: children.idFieldName, equals: childId, in: children.soupName)
+            try merge(
+                child, into: stored, soup: children.soupName, page: page,
+                dateField: children.modificationDateFieldName,
+                in: transaction)
         }
+    }
+
+    /// Saves `record` over `existing` unless ``FetchedRecordMerge`` says to keep what is there.
+    private static func merge(
+        _ record: JSONObject, into existing: SoupEntry?, soup: String, page: PageWrite, dateField: String,
+        in transaction: StoreTransaction
+    ) throws {
+        let decision = FetchedRecordMerge.decide(
+            existing: existing?.record, fetched: record, leaveIfChanged: page.leaveIfChanged,
+            incremental: page.incremental, dateField: dateField, syncId: page.syncId)
+        guard decision == .write else { return }
+        try transaction.upsertClean(record, syncId: page.syncId, into: soup, entryId: existing?.entryId)
+    }
+}
+
+/// How a fetched record meets the store's copy: Mobile Sync's merge modes, and what a fetch that
+/// sees a record again (the overlap of ``SyncDownPosition``) must not undo.
+package enum FetchedRecordMerge: Sendable, Equatable {
+    /// Save the server's copy.
+    case write
+    /// A local change stands.
+    case keepLocal
+    /// The store holds exactly this already: nothing to write.
+    case unchanged
+
+    /// - A new record is written.
+    /// - A locally modified one is kept under `leaveIfChanged`. Under `overwrite` it is kept too
+    ///   when an `incremental` run (one asking only for what changed since its lower bound)
+    ///   brings the server's copy with the stamp the local one was fetched with: the change was
+    ///   made to that very copy, and the run saw it again only because runs overlap. Mobile
+    ///   Sync's run, which asks only for newer stamps, would not have fetched it and would keep
+    ///   the change for the next sync up. A run that fetches every record overwrites, as Mobile
+    ///   Sync's does.
+    /// - A clean copy equal to the server's (flags and sync id included) is left as it is.
+    package static func decide(
+        existing: JSONObject?, fetched: JSONObject, leaveIfChanged: Bool, incremental: Bool,
+        dateField: String,
+        syncId: Int64
+    ) -> FetchedRecordMerge {
+        guard let existing else { return .write }
+        if LocalFlags.isDirty(existing) {
+            if leaveIfChanged { return .keepLocal }
+            if incremental, let stamp = fetched[dateField], !stamp.isNull, existing[dateField] == stamp {
+                return .keepLocal
+            }
+            return .write
+        }
+        return existing == LocalFlags.clean(fetched, syncId: syncId) ? .unchanged : .write
     }
 }
 

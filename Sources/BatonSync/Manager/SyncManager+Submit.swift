@@ -58,9 +58,10 @@ extension SyncManager {
             name: name)
     }
 
-    /// Runs a sync again: after `done` it fetches only what changed since `maxTimeStamp`; after
-    /// `stopped` (or `failed`) it resumes at `maxTimeStamp` inclusive, since records sharing a
-    /// time stamp may span pages. A `new` sync runs from the start.
+    /// Runs a sync again: after `done` a sync down fetches what changed since its last run (its
+    /// ``SyncDownPosition``, which also fetches again what a late commit could have hidden);
+    /// after `stopped` (or `failed`) it resumes its run after the last record saved. A `new` sync
+    /// runs from the start.
     ///
     /// - Throws: `alreadyRunning` for a running sync, `unknownSync`, `notAcceptingSyncs`.
     @discardableResult
@@ -142,7 +143,6 @@ extension SyncManager {
             throw SyncError(.alreadyRunning, "sync \(state.name ?? String(state.id)) is already running")
         }
         unpersistedFinals[state.id] = nil
-        let inclusive = state.status == .stopped || state.status == .failed || state.status == .running
         var running = state
         running.status = .running
         running.progress = 0
@@ -159,7 +159,7 @@ extension SyncManager {
             await persistFinal(running, onUpdate: onUpdate)
             return running
         }
-        enqueue(Job(syncId: state.id, kind: .run(inclusive: inclusive), onUpdate: onUpdate))
+        enqueue(Job(syncId: state.id, kind: .run, onUpdate: onUpdate))
         return running
     }
 }

@@ -27,8 +27,8 @@ import Logging
 public actor SyncManager {
     struct Job: Sendable {
         enum Kind: Sendable {
-            /// Run a sync down or up; `inclusive` resumes at (not after) maxTimeStamp.
-            case run(inclusive: Bool)
+            /// Run a sync down or up (a sync down resumes where its position says).
+            case run
             case cleanGhosts(CheckedContinuation<Int, any Error>)
         }
 

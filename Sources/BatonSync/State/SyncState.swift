@@ -15,8 +15,12 @@ public struct SyncState: Sendable, Hashable, Encodable {
     public var progress: Int
     /// Records the current run expects; -1 before it knows.
     public var totalSize: Int
-    /// The newest modification time stamp saved, in ms since 1970; -1 when none.
+    /// The newest modification time stamp saved, in ms since 1970; -1 when none (Mobile Sync's
+    /// field; where a sync down's next run starts is ``position``).
     public var maxTimeStamp: Int64
+    /// A sync down's position: where its next run fetches from, and where the run in progress
+    /// resumes.
+    public var position: SyncDownPosition
     /// Start and end of the last run, ms since 1970.
     public var startTime: Int64?
     public var endTime: Int64?
@@ -30,6 +34,28 @@ public struct SyncState: Sendable, Hashable, Encodable {
         case id, name, type, target, options, status, progress, totalSize, maxTimeStamp, startTime, endTime
         case error
         case soupName = "soup"
+        case modifiedSince, resumeAfterId
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encodeIfPresent(name, forKey: .name)
+        try container.encode(type, forKey: .type)
+        try container.encode(target, forKey: .target)
+        try container.encode(options, forKey: .options)
+        try container.encode(soupName, forKey: .soupName)
+        try container.encode(status, forKey: .status)
+        try container.encode(progress, forKey: .progress)
+        try container.encode(totalSize, forKey: .totalSize)
+        try container.encode(maxTimeStamp, forKey: .maxTimeStamp)
+        try container.encodeIfPresent(startTime, forKey: .startTime)
+        try container.encodeIfPresent(endTime, forKey: .endTime)
+        try container.encodeIfPresent(error, forKey: .error)
+        if type == .syncDown {
+            try container.encode(position.modifiedSince ?? -1, forKey: .modifiedSince)
+            try container.encodeIfPresent(position.run?.afterId, forKey: .resumeAfterId)
+        }
     }
 
     /// - Throws: `unreadableSync` naming the row when its type or status is not one this
@@ -61,6 +87,21 @@ public struct SyncState: Sendable, Hashable, Encodable {
         startTime = row.startTime
         endTime = row.endTime
         error = row.error
+        position = Self.position(of: row)
+    }
+
+    /// The row's position; one written before positions existed starts one overlap before its
+    /// maxTimeStamp (what Mobile Sync's `>` missed is within it), with no run in progress.
+    static func position(of row: SyncStateRow) -> SyncDownPosition {
+        guard let since = row.modifiedSince else {
+            guard row.maxTimeStamp >= 0 else { return SyncDownPosition() }
+            return SyncDownPosition(
+                modifiedSince: max(0, row.maxTimeStamp - SyncDownPosition.defaultOverlap.inWholeMilliseconds))
+        }
+        let run = row.runServerTime.map {
+            SyncDownPosition.Run(serverTime: $0 < 0 ? nil : $0, afterId: row.resumeAfterId)
+        }
+        return SyncDownPosition(modifiedSince: since < 0 ? nil : since, run: run)
     }
 
     init(name: String?, type: SyncType, target: JSONObject, options: SyncOptions, soupName: String) {
@@ -74,6 +115,7 @@ public struct SyncState: Sendable, Hashable, Encodable {
         progress = 0
         totalSize = -1
         maxTimeStamp = -1
+        position = SyncDownPosition()
     }
 
     var row: SyncStateRow {
@@ -81,7 +123,8 @@ public struct SyncState: Sendable, Hashable, Encodable {
             id: id, name: name, type: type.rawValue, target: target, options: options.json,
             soupName: soupName,
             status: status.rawValue, progress: progress, totalSize: totalSize, maxTimeStamp: maxTimeStamp,
-            startTime: startTime, endTime: endTime, error: error)
+            startTime: startTime, endTime: endTime, error: error, modifiedSince: position.modifiedSince ?? -1,
+            runServerTime: position.run.map { $0.serverTime ?? -1 }, resumeAfterId: position.run?.afterId)
     }
 
     /// The persisted syncs with `status`, in id order (Mobile Sync's `getSyncsWithStatus`).

@@ -8,19 +8,15 @@ public struct SyncDownPage: Sendable {
     public var totalSize: Int
     /// Where the next page is; `nil` on the last page.
     public var next: String?
-    /// On a fetch's first page: the newest modification time stamp the server held just before
-    /// the query started (-1 when it held no record; `nil` when the target cannot tell).
-    ///
-    /// The server fixes a query's ordered ids when it starts but reads each page's records when
-    /// it serves the page, so a record modified meanwhile comes with a later stamp than this,
-    /// out of the query's order. The manager never resumes from such a stamp.
-    public var highWaterMark: Int64?
+    /// On a fetch's first page: the server's clock (ms since 1970) when the fetch started, read
+    /// before its query was sent; `nil` when the target cannot tell. See ``SyncDownPosition``.
+    public var serverTime: Int64?
 
-    public init(records: [JSONObject], totalSize: Int, next: String?, highWaterMark: Int64? = nil) {
+    public init(records: [JSONObject], totalSize: Int, next: String?, serverTime: Int64? = nil) {
         self.records = records
         self.totalSize = totalSize
         self.next = next
-        self.highWaterMark = highWaterMark
+        self.serverTime = serverTime
     }
 }
 
@@ -47,12 +43,18 @@ public struct ChildrenSoup: Sendable, Hashable {
     public var parentIdFieldName: String
     /// The key of a parent's children in a fetched record (Mobile Sync's `sobjectTypePlural`).
     public var relationshipKey: String
+    /// The field holding a child's modification stamp.
+    public var modificationDateFieldName: String
 
-    public init(soupName: String, idFieldName: String, parentIdFieldName: String, relationshipKey: String) {
+    public init(
+        soupName: String, idFieldName: String, parentIdFieldName: String, relationshipKey: String,
+        modificationDateFieldName: String = "LastModifiedDate"
+    ) {
         self.soupName = soupName
         self.idFieldName = idFieldName
         self.parentIdFieldName = parentIdFieldName
         self.relationshipKey = relationshipKey
+        self.modificationDateFieldName = modificationDateFieldName
     }
 }
 
@@ -67,14 +69,16 @@ public protocol SyncDownTarget: Sendable {
     var idFieldName: String { get }
     /// The field holding the modification date (`LastModifiedDate`).
     var modificationDateFieldName: String { get }
-    /// True when pages come in modification order, so `maxTimeStamp` can be saved with
-    /// every page and a stopped fetch resumes where it left off. The saved mark is then the
-    /// time stamp of each page's last record that was not modified while the query was paged.
-    func isSyncDownSortedByLatestModification() -> Bool
-    /// The first page of records modified after `maxTimeStamp` (at or after it when
-    /// `inclusive`; every record when it is -1), with the server's ``SyncDownPage/highWaterMark``
-    /// when the target can ask for it.
-    func startFetch(maxTimeStamp: Int64, inclusive: Bool) async throws -> SyncDownPage
+    /// True when the fetch is ordered by ``idFieldName``, so a stopped run resumes after the last
+    /// record it saved (``FetchStart/afterId``) instead of starting over.
+    var resumesAfterId: Bool { get }
+    /// How long after its stamp a server transaction may still commit: each run after the first
+    /// fetches again the records stamped that long before the previous run started, so that one
+    /// which became visible late is not missed (``SyncDownPosition``).
+    var overlap: Duration { get }
+    /// The first page of the records `start` asks for, with the server's
+    /// ``SyncDownPage/serverTime`` when the target can read it.
+    func startFetch(_ start: FetchStart) async throws -> SyncDownPage
     /// The page after `page`, or `nil` when it was the last.
     func continueFetch(after page: SyncDownPage) async throws -> SyncDownPage?
     /// The first page of every remote id the target's query matches (no time-stamp filter).
@@ -93,14 +97,17 @@ public protocol SyncDownTarget: Sendable {
     /// parent or any child is dirty is left alone under `leaveIfChanged`, and clean resync
     /// ghosts cleans the children soup too, with the child ids of ``RemoteIdPage/childIds``.
     var childrenSoup: ChildrenSoup? { get }
-    /// Every modification stamp a fetched record carries, its children's included: a complete
-    /// run's `maxTimeStamp` may reach the newest of them (a page's resume mark uses
-    /// ``modificationTimeStamp(of:)``, the stamp the fetch is ordered by).
+    /// Every modification stamp a fetched record carries, its children's included: the sync's
+    /// `maxTimeStamp` is the newest of them saved.
     func timeStamps(of record: JSONObject) -> [Int64]
 }
 
 extension SyncDownTarget {
     public var childrenSoup: ChildrenSoup? { nil }
+
+    public var resumesAfterId: Bool { false }
+
+    public var overlap: Duration { SyncDownPosition.defaultOverlap }
 
     public func timeStamps(of record: JSONObject) -> [Int64] {
         modificationTimeStamp(of: record).map { [$0] } ?? []

@@ -18,6 +18,10 @@ struct ServeCommand: AsyncParsableCommand {
             {"objects": [{"name": "Invoice__c", "fields": [{"name": "Amount__c", "type": "currency"}, \
             {"name": "Account__c", "type": "reference", "referenceTo": "Account", \
             "childRelationshipName": "Invoices__r"}]}]}. --seed declares a new type it names.
+
+            Records are stamped on Salesforce's clock by default: LastModifiedDate in whole \
+            seconds, one stamp for every record a request writes, comparisons ignoring \
+            milliseconds. --clock ideal gives each record its own millisecond stamp instead.
             """
     )
 
@@ -31,6 +35,11 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "SQLite file for the server's records; in memory when omitted.") var data: String?
     @Option(help: "JSON file of sObject types and fields to add to the built-in schema (see above).")
     var schema: String?
+    @Option(
+        help: ArgumentHelp(
+            "How records are stamped: salesforce (whole seconds, one stamp a request) or ideal (a unique millisecond each).",
+            valueName: "salesforce|ideal"))
+    var clock: ServerClock = .salesforce
     @Flag(help: "Print {\"url\",\"token\"} as the first stdout line.") var json = false
 
     func validate() throws {
@@ -48,7 +57,7 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let token = self.token ?? ReferenceServer.generateToken()
         let server = try ServerLaunch.make(
-            host: host, port: port, token: token, dataPath: data, schemaFile: schema,
+            host: host, port: port, token: token, dataPath: data, schemaFile: schema, clock: clock,
             seeds: try seeds.map(ServerSeed.init(parsing:)))
         let (asJSON, seeds) = (json, seeds)
         try await server.run { url in
@@ -60,3 +69,5 @@ struct ServeCommand: AsyncParsableCommand {
         }
     }
 }
+
+extension ServerClock: ExpressibleByArgument {}
