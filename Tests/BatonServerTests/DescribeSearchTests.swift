@@ -138,4 +138,37 @@ struct DescribeSearchTests {
             }
         }
     }
+
+    @Test("SOSL: ORDER BY, LIMIT and OFFSET inside RETURNING answer as the same SOQL does")
+    func searchOrder() async throws {
+        try await withLiveServer { _, client in
+            _ = try await client.adminSeed(type: "Account", count: 12)
+            func names(_ sosl: String) async throws -> [String] {
+                let encoded = sosl.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+                return try await get(client, "search?q=" + encoded).value(atPath: "searchRecords")?
+                    .arrayValue?
+                    .compactMap { $0.value(atPath: "Name")?.stringValue } ?? []
+            }
+            func soql(_ query: String) async throws -> [String] {
+                try await client.queryFirstPage(query).records.compactMap { $0["Name"]?.stringValue }
+            }
+            let descending = try await names(
+                "FIND {Account} RETURNING Account(Id, Name ORDER BY Name DESC LIMIT 5)")
+            #expect(descending == ["Account 9", "Account 8", "Account 7", "Account 6", "Account 5"])
+            #expect(try await soql("SELECT Name FROM Account ORDER BY Name DESC LIMIT 5") == descending)
+            // The type's LIMIT and OFFSET count matching records, in the type's order.
+            let page = try await names(
+                "FIND {Account} RETURNING Account(Name WHERE Name LIKE 'Account 1%' ORDER BY Name DESC LIMIT 2 OFFSET 1)"
+            )
+            #expect(page == ["Account 11", "Account 10"])
+            #expect(
+                try await soql(
+                    "SELECT Name FROM Account WHERE Name LIKE 'Account 1%' ORDER BY Name DESC LIMIT 2 OFFSET 1"
+                )
+                    == page)
+            #expect(
+                try await names("FIND {Account} RETURNING Account(Name ORDER BY Name LIMIT 3)")
+                    == ["Account 1", "Account 10", "Account 11"])
+        }
+    }
 }
