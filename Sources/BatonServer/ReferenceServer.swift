@@ -124,7 +124,8 @@ public struct ReferenceServer: Sendable {
 
     /// Every route, behind the bearer-token check.
     func router() -> Router<BasicRequestContext> {
-        let router = Router()
+        // HEAD answers as GET does, without the body, as on Salesforce.
+        let router = Router(options: .autoGenerateHeadEndpoints)
         router.middlewares.add(APIMiddleware(token: configuration.token, stats: stats))
         let data = DataRoutes(
             storage: storage,

@@ -48,6 +48,44 @@ struct DescribeSearchTests {
         }
     }
 
+    @Test("a describe URL the server does not serve is NOT_FOUND like any unknown resource")
+    func unknownDescribeResource() async throws {
+        try await withLiveServer { server, _ in
+            for method in ["GET", "PATCH"] {
+                let reply = try await rawRequest(
+                    server, method, "/services/data/v60.0/sobjects/Account/describe/nope",
+                    body: method == "PATCH" ? #"{"Name":"x"}"# : nil)
+                #expect(reply.status == 404, "\(method)")
+                #expect(reply.salesforceErrorCode == "NOT_FOUND", "\(method)")
+                let message = reply.json?.arrayValue?.first?.value(atPath: "message")?.stringValue ?? ""
+                #expect(message == "The requested resource does not exist", "\(method)")
+            }
+        }
+    }
+
+    @Test(
+        "another method on a describe URL is 405 METHOD_NOT_ALLOWED with Allow: GET, HEAD; HEAD answers",
+        arguments: ["POST", "PUT", "PATCH", "DELETE"])
+    func describeMethodNotAllowed(method: String) async throws {
+        try await withLiveServer { server, _ in
+            for path in ["sobjects/Account/describe", "sobjects/Contact/describe/layouts"] {
+                let reply = try await rawRequest(
+                    server, method, "/services/data/v60.0/" + path, body: method == "DELETE" ? nil : "{}")
+                #expect(reply.status == 405, "\(method) \(path)")
+                #expect(reply.salesforceErrorCode == "METHOD_NOT_ALLOWED", "\(method) \(path)")
+                #expect(reply.headers["allow"] == "GET, HEAD", "\(method) \(path)")
+            }
+            // What the Allow header promises works.
+            let head = try await rawRequest(server, "HEAD", "/services/data/v60.0/sobjects/Account/describe")
+            #expect(head.status == 200 && head.body.isEmpty)
+            // An unknown type stays NOT_FOUND whatever the method.
+            let unknown = try await rawRequest(
+                server, method, "/services/data/v60.0/sobjects/Nothing__c/describe",
+                body: method == "DELETE" ? nil : "{}")
+            #expect(unknown.status == 404 && unknown.salesforceErrorCode == "NOT_FOUND")
+        }
+    }
+
     @Test("sobjects/TYPE lists records created, changed or read through the API, newest first")
     func recentItems() async throws {
         try await withLiveServer { _, client in

@@ -18,6 +18,19 @@ extension Response {
         .json(HTTPResponse.Status(code: error.status), .array([error.element]))
     }
 
+    /// `405 METHOD_NOT_ALLOWED` with an `Allow` header, as Salesforce answers a resource asked
+    /// with a method it does not take (a POST on a describe URL), so a client learns the method
+    /// is wrong rather than the URL.
+    static func methodNotAllowed(_ method: HTTPRequest.Method, allowed: [HTTPRequest.Method]) -> Response {
+        let list = allowed.map(\.rawValue).joined(separator: ",")
+        var response = Response.salesforce(
+            SalesforceError(
+                status: 405, "METHOD_NOT_ALLOWED",
+                "HTTP Method '\(method.rawValue.prefix(20))' not allowed. Allowed are \(list)"))
+        response.headers[.allow] = allowed.map(\.rawValue).joined(separator: ", ")
+        return response
+    }
+
     /// A response that starts and then loses its connection, as a crashing proxy would.
     static func dropped(after partial: String) -> Response {
         Response(
