@@ -122,9 +122,15 @@ struct DescribeSearchTests {
             #expect(items.first?.value(atPath: "required") == true)
             let full = try await get(client, "ui-api/layout/Contact")
             #expect(full.value(atPath: "layoutType") == "Full")
+            // An empty layoutType is refused like a wrong one, not taken for Full.
+            for query in ["?layoutType=Huge", "?layoutType=", "?layoutType", "?mode=View&layoutType="] {
+                #expect(
+                    await errorCode { _ = try await get(client, "ui-api/layout/Contact" + query) }
+                        == "INVALID_PARAMETER_VALUE", "\(query)")
+            }
             #expect(
-                await errorCode { _ = try await get(client, "ui-api/layout/Contact?layoutType=Huge") }
-                    == "INVALID_PARAMETER_VALUE")
+                try await get(client, "ui-api/layout/Contact?layoutType=Compact").value(atPath: "layoutType")
+                    == "Compact")
             let described = try await get(client, "sobjects/Account/describe/layouts")
             #expect(
                 described.value(atPath: "layouts")?.arrayValue?.first?.value(atPath: "detailLayoutSections")?

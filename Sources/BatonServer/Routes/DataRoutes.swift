@@ -161,11 +161,14 @@ struct DataRoutes: Sendable {
     }
 
     /// A form-encoded query parameter: `+` is a space, `%XX` a byte (what curl and browsers send).
+    /// Given with no value (`name=` or `name`), it is the empty string, not absent: a route
+    /// refuses an empty value as it refuses a wrong one.
     static func formParameter(_ name: String, in query: String?) -> String? {
         guard let query else { return nil }
         for pair in query.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, parts[0] == name else { continue }
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts[0] == name else { continue }
+            guard parts.count == 2 else { return "" }
             return String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
         }
         return nil

@@ -67,7 +67,7 @@ struct DescribeRoutes: Sendable {
             guard ["Full", "Compact"].contains(layoutType) else {
                 throw SalesforceError(
                     status: 400, "INVALID_PARAMETER_VALUE",
-                    "layoutType must be Full or Compact, not \(layoutType.prefix(40))")
+                    "layoutType must be Full or Compact, not '\(layoutType.prefix(40))'")
             }
             return try await data.withFaults(isWrite: false) {
                 .json(
