@@ -105,13 +105,17 @@ public struct ReferenceServer: Sendable {
     /// The Hummingbird application serving this server's routes.
     func application(onListening: @escaping @Sendable (String) async -> Void) -> some Service {
         let host = configuration.host
-        // Long enough request lines for a query at the SOQL length limit, percent-encoded,
-        // so such a query gets a MALFORMED_QUERY answer rather than a bare 400 from the decoder.
+        // Long enough request lines for a query past the SOQL length limit, percent-encoded, so
+        // such a query gets a MALFORMED_QUERY answer from its route; what the decoder still
+        // refuses gets a Salesforce-shaped answer rather than a bare 400.
         let decoder = HTTP1Channel.Configuration.DecoderConfiguration(
-            maxHeaderFieldSize: 512 * 1024, maxHeaderListSize: 512 * 1024)
+            maxHeaderFieldSize: maxRequestHead, maxHeaderListSize: maxRequestHead)
         return Application(
             router: router(),
-            server: .http1(configuration: HTTP1Channel.Configuration(httpDecoderConfiguration: decoder)),
+            server: .http1(
+                configuration: HTTP1Channel.Configuration(
+                    additionalChannelHandlers: [UndecodableRequestHandler()],
+                    httpDecoderConfiguration: decoder)),
             configuration: .init(
                 address: .hostname(host, port: configuration.port), serverName: "baton-reference"),
             onServerRunning: { channel in

@@ -5,6 +5,12 @@ import NIOCore
 /// Largest request body accepted; larger ones get `413 REQUEST_ENTITY_TOO_LARGE`.
 let maxRequestBody = 8 * 1024 * 1024
 
+/// Longest request line, and longest header list, accepted, in bytes. A query at SOQL's limit
+/// of 100,000 characters fits even percent-encoded (up to 12 bytes a character), so it reaches
+/// its route and is answered there (`MALFORMED_QUERY` past the limit); a longer head gets `431`
+/// from ``UndecodableRequestHandler``.
+let maxRequestHead = 2 * 1024 * 1024
+
 extension Response {
     /// A JSON response.
     static func json(_ status: HTTPResponse.Status, _ value: JSONValue) -> Response {

@@ -32,6 +32,10 @@ struct SOSLSearch: Sendable {
     static let chunkSize = 200
 
     init(parsing text: String) throws {
+        // SOSL has SOQL's limits (Salesforce's "SOSL Limits").
+        guard text.count <= SOQLQuery.maxLength else {
+            throw Self.malformed("search longer than \(SOQLQuery.maxLength) characters")
+        }
         var scanner = Scanner(text)
         guard scanner.keyword("FIND") else {
             throw Self.malformed("expected FIND at the start of the search")
