@@ -13,8 +13,9 @@ import SOQL
 /// Too long is `431 REQUEST_HEADER_FIELDS_TOO_LARGE`: Salesforce answers 431 when the URI and
 /// headers together pass its limit (414 when the URI alone does; the decoder does not say which
 /// of the two overflowed, and both are then too long together). Anything else the decoder
-/// refuses is `400 BAD_REQUEST`. The answer goes out after the responses to requests already
-/// read, and the connection then closes: nothing more can be read from it.
+/// refuses in a request line or headers is `400 BAD_REQUEST`. The answer goes out after the
+/// responses to requests already read, and the connection then closes: nothing more can be read
+/// from it. An error inside a request's body goes to that request's handler, as before.
 final class UndecodableRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -27,16 +28,31 @@ final class UndecodableRequestHandler: ChannelDuplexHandler, RemovableChannelHan
         case refused(SalesforceError)
         /// Answered; what still arrives is dropped until the client closes.
         case answered
+        /// The decoder failed inside a request's body: the error went to that request's
+        /// handler, as it would without this handler, and everything passes through.
+        case passedOn
     }
 
     private var state = State.reading
     /// Requests read whose response has not ended yet.
     private var responsesOwed = 0
+    /// A request's head was read and its end not yet.
+    private var inBody = false
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard case .reading = state else { return }
-        if case .head = unwrapInboundIn(data) { responsesOwed += 1 }
-        context.fireChannelRead(data)
+        switch state {
+        case .reading:
+            switch unwrapInboundIn(data) {
+            case .head:
+                responsesOwed += 1
+                inBody = true
+            case .end: inBody = false
+            case .body: break
+            }
+            context.fireChannelRead(data)
+        case .passedOn: context.fireChannelRead(data)
+        case .refused, .answered: break
+        }
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -50,12 +66,15 @@ final class UndecodableRequestHandler: ChannelDuplexHandler, RemovableChannelHan
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         switch state {
         case .reading:
-            guard let refusal = Self.refusal(for: error) else {
+            guard !inBody, let refusal = Self.refusal(for: error) else {
+                if inBody { state = .passedOn }
                 context.fireErrorCaught(error)
                 return
             }
             state = .refused(refusal)
             if responsesOwed == 0 { answer(refusal, context: context) }
+        case .passedOn:
+            context.fireErrorCaught(error)
         case .refused, .answered:
             // The decoder goes on failing on every byte after its first error.
             break
