@@ -121,13 +121,17 @@ public struct ReferenceServer: Sendable {
     /// The Hummingbird application serving this server's routes.
     func application(onListening: @escaping @Sendable (String) async -> Void) -> some Service {
         let host = configuration.host
-        // Long enough request lines for a query at the SOQL length limit, percent-encoded,
-        // so such a query gets a MALFORMED_QUERY answer rather than a bare 400 from the decoder.
+        // Long enough request lines for a query past the SOQL length limit, percent-encoded, so
+        // such a query gets a MALFORMED_QUERY answer from its route; what the decoder still
+        // refuses gets a Salesforce-shaped answer rather than a bare 400.
         let decoder = HTTP1Channel.Configuration.DecoderConfiguration(
-            maxHeaderFieldSize: 512 * 1024, maxHeaderListSize: 512 * 1024)
+            maxHeaderFieldSize: maxRequestHead, maxHeaderListSize: maxRequestHead)
         return Application(
             router: router(),
-            server: .http1(configuration: HTTP1Channel.Configuration(httpDecoderConfiguration: decoder)),
+            server: .http1(
+                configuration: HTTP1Channel.Configuration(
+                    additionalChannelHandlers: [UndecodableRequestHandler()],
+                    httpDecoderConfiguration: decoder)),
             configuration: .init(
                 address: .hostname(host, port: configuration.port), serverName: "baton-reference"),
             onServerRunning: { channel in
@@ -140,7 +144,8 @@ public struct ReferenceServer: Sendable {
 
     /// Every route, behind the bearer-token check.
     func router() -> Router<BasicRequestContext> {
-        let router = Router()
+        // HEAD answers as GET does, without the body, as on Salesforce.
+        let router = Router(options: .autoGenerateHeadEndpoints)
         router.middlewares.add(APIMiddleware(token: configuration.token, stats: stats))
         let data = DataRoutes(
             storage: storage,

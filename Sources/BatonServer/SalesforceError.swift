@@ -22,7 +22,17 @@ public struct SalesforceError: Error, Sendable, Hashable {
         return .object(object)
     }
 
-    /// The per-record error shape of composite responses.
+    /// One element of the error array a record's write answers (a composite subrequest's body):
+    /// `fields` always there, empty when the error names none, as a client tells a refusal of
+    /// a field from one of the record itself by it.
+    var recordElement: JSONValue {
+        .object([
+            "errorCode": .string(errorCode), "message": .string(message),
+            "fields": .array(fields.map(JSONValue.string)),
+        ])
+    }
+
+    /// The per-record error shape of sObject Collections responses.
     var compositeElement: JSONValue {
         .object([
             "statusCode": .string(errorCode), "message": .string(message),

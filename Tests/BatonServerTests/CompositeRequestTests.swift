@@ -130,4 +130,70 @@ struct CompositeRequestTests {
             #expect(answers.map { $0.value(atPath: "httpStatusCode") } == [400, 400, 404])
         }
     }
+
+    @Test(
+        "ENTITY_IS_DELETED names the lookup when a write links a deleted record, no field when the record is deleted"
+    )
+    func deletedShapes() async throws {
+        try await withLiveServer { _, client in
+            let account = try await client.create(type: "Account", fields: ["Name": "Acme"])
+            let gone = try await client.create(type: "Contact", fields: ["LastName": "Gone"])
+            let other = try await client.create(type: "Contact", fields: ["LastName": "Solo"])
+            try await client.delete(type: "Account", id: account)
+            try await client.delete(type: "Contact", id: gone)
+            // A composite subrequest answers as the single-record call: a Salesforce error array
+            // whose elements carry errorCode, message and fields.
+            let answers = try await composite(
+                client,
+                [
+                    Self.request(
+                        "PATCH", "sobjects/Contact/\(other)", "link", ["AccountId": .string(account)]),
+                    Self.request("PATCH", "sobjects/Contact/\(gone)", "record", ["LastName": "Back"]),
+                ])
+            #expect(answers.map { $0.value(atPath: "httpStatusCode") } == [400, 404])
+            #expect(
+                answers[0].value(atPath: "body")
+                    == [
+                        [
+                            "errorCode": "ENTITY_IS_DELETED", "message": "entity is deleted",
+                            "fields": ["AccountId"],
+                        ]
+                    ])
+            #expect(
+                answers[1].value(atPath: "body")
+                    == [["errorCode": "ENTITY_IS_DELETED", "message": "entity is deleted", "fields": []]])
+            // sObject Collections: per-record results, with no id when the record failed.
+            let reply = try await client.send(
+                .PATCH, "/services/data/v60.0/composite/sobjects",
+                body: [
+                    "allOrNone": false,
+                    "records": [
+                        [
+                            "attributes": ["type": "Contact"], "id": .string(other),
+                            "AccountId": .string(account),
+                        ],
+                        ["attributes": ["type": "Contact"], "id": .string(gone), "LastName": "Back"],
+                    ],
+                ], idempotent: false)
+            #expect(
+                reply.body == [
+                    [
+                        "success": false,
+                        "errors": [
+                            [
+                                "statusCode": "ENTITY_IS_DELETED", "message": "entity is deleted",
+                                "fields": ["AccountId"],
+                            ]
+                        ],
+                    ],
+                    [
+                        "success": false,
+                        "errors": [
+                            ["statusCode": "ENTITY_IS_DELETED", "message": "entity is deleted", "fields": []]
+                        ],
+                    ],
+                ])
+            #expect(try await client.get(type: "Contact", id: other)?["AccountId"] == nil)
+        }
+    }
 }

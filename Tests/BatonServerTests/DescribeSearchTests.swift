@@ -48,6 +48,44 @@ struct DescribeSearchTests {
         }
     }
 
+    @Test("a describe URL the server does not serve is NOT_FOUND like any unknown resource")
+    func unknownDescribeResource() async throws {
+        try await withLiveServer { server, _ in
+            for method in ["GET", "PATCH"] {
+                let reply = try await rawRequest(
+                    server, method, "/services/data/v60.0/sobjects/Account/describe/nope",
+                    body: method == "PATCH" ? #"{"Name":"x"}"# : nil)
+                #expect(reply.status == 404, "\(method)")
+                #expect(reply.salesforceErrorCode == "NOT_FOUND", "\(method)")
+                let message = reply.json?.arrayValue?.first?.value(atPath: "message")?.stringValue ?? ""
+                #expect(message == "The requested resource does not exist", "\(method)")
+            }
+        }
+    }
+
+    @Test(
+        "another method on a describe URL is 405 METHOD_NOT_ALLOWED with Allow: GET, HEAD; HEAD answers",
+        arguments: ["POST", "PUT", "PATCH", "DELETE"])
+    func describeMethodNotAllowed(method: String) async throws {
+        try await withLiveServer { server, _ in
+            for path in ["sobjects/Account/describe", "sobjects/Contact/describe/layouts"] {
+                let reply = try await rawRequest(
+                    server, method, "/services/data/v60.0/" + path, body: method == "DELETE" ? nil : "{}")
+                #expect(reply.status == 405, "\(method) \(path)")
+                #expect(reply.salesforceErrorCode == "METHOD_NOT_ALLOWED", "\(method) \(path)")
+                #expect(reply.headers["allow"] == "GET, HEAD", "\(method) \(path)")
+            }
+            // What the Allow header promises works.
+            let head = try await rawRequest(server, "HEAD", "/services/data/v60.0/sobjects/Account/describe")
+            #expect(head.status == 200 && head.body.isEmpty)
+            // An unknown type stays NOT_FOUND whatever the method.
+            let unknown = try await rawRequest(
+                server, method, "/services/data/v60.0/sobjects/Nothing__c/describe",
+                body: method == "DELETE" ? nil : "{}")
+            #expect(unknown.status == 404 && unknown.salesforceErrorCode == "NOT_FOUND")
+        }
+    }
+
     @Test("sobjects/TYPE lists records created, changed or read through the API, newest first")
     func recentItems() async throws {
         try await withLiveServer { _, client in
@@ -84,9 +122,15 @@ struct DescribeSearchTests {
             #expect(items.first?.value(atPath: "required") == true)
             let full = try await get(client, "ui-api/layout/Contact")
             #expect(full.value(atPath: "layoutType") == "Full")
+            // An empty layoutType is refused like a wrong one, not taken for Full.
+            for query in ["?layoutType=Huge", "?layoutType=", "?layoutType", "?mode=View&layoutType="] {
+                #expect(
+                    await errorCode { _ = try await get(client, "ui-api/layout/Contact" + query) }
+                        == "INVALID_PARAMETER_VALUE", "\(query)")
+            }
             #expect(
-                await errorCode { _ = try await get(client, "ui-api/layout/Contact?layoutType=Huge") }
-                    == "INVALID_PARAMETER_VALUE")
+                try await get(client, "ui-api/layout/Contact?layoutType=Compact").value(atPath: "layoutType")
+                    == "Compact")
             let described = try await get(client, "sobjects/Account/describe/layouts")
             #expect(
                 described.value(atPath: "layouts")?.arrayValue?.first?.value(atPath: "detailLayoutSections")?
@@ -136,6 +180,39 @@ struct DescribeSearchTests {
             ] {
                 #expect(await errorCode { _ = try await ids(sosl) } == code, "\(sosl)")
             }
+        }
+    }
+
+    @Test("SOSL: ORDER BY, LIMIT and OFFSET inside RETURNING answer as the same SOQL does")
+    func searchOrder() async throws {
+        try await withLiveServer { _, client in
+            _ = try await client.adminSeed(type: "Account", count: 12)
+            func names(_ sosl: String) async throws -> [String] {
+                let encoded = sosl.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+                return try await get(client, "search?q=" + encoded).value(atPath: "searchRecords")?
+                    .arrayValue?
+                    .compactMap { $0.value(atPath: "Name")?.stringValue } ?? []
+            }
+            func soql(_ query: String) async throws -> [String] {
+                try await client.queryFirstPage(query).records.compactMap { $0["Name"]?.stringValue }
+            }
+            let descending = try await names(
+                "FIND {Account} RETURNING Account(Id, Name ORDER BY Name DESC LIMIT 5)")
+            #expect(descending == ["Account 9", "Account 8", "Account 7", "Account 6", "Account 5"])
+            #expect(try await soql("SELECT Name FROM Account ORDER BY Name DESC LIMIT 5") == descending)
+            // The type's LIMIT and OFFSET count matching records, in the type's order.
+            let page = try await names(
+                "FIND {Account} RETURNING Account(Name WHERE Name LIKE 'Account 1%' ORDER BY Name DESC LIMIT 2 OFFSET 1)"
+            )
+            #expect(page == ["Account 11", "Account 10"])
+            #expect(
+                try await soql(
+                    "SELECT Name FROM Account WHERE Name LIKE 'Account 1%' ORDER BY Name DESC LIMIT 2 OFFSET 1"
+                )
+                    == page)
+            #expect(
+                try await names("FIND {Account} RETURNING Account(Name ORDER BY Name LIMIT 3)")
+                    == ["Account 1", "Account 10", "Account 11"])
         }
     }
 }

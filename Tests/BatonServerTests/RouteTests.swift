@@ -97,6 +97,54 @@ struct RouteTests {
         }
     }
 
+    /// The error `path` is answered with: its status, Salesforce error code (`HTTP_<status>` when
+    /// the body is empty) and message.
+    func refusal(_ client: RESTClient, _ path: String, headers: [(String, String)] = []) async -> RESTError? {
+        do {
+            _ = try await client.send(.GET, path, headers: headers, idempotent: false)
+            return nil
+        } catch {
+            return error as? RESTError
+        }
+    }
+
+    @Test("a 1 MB query or search is MALFORMED_QUERY or MALFORMED_SEARCH saying the limit, not an empty 400")
+    func megabyteQuery() async throws {
+        try await withLiveServer { _, client in
+            let filler = String(repeating: "a", count: 1024 * 1024)
+            // Percent-encoded by the client, and with a + for each space as curl sends it.
+            await expectMalformed(
+                client, "SELECT Id FROM Account WHERE Name = '\(filler)'",
+                saying: "longer than 100000 characters")
+            let query = await refusal(
+                client, "/services/data/v60.0/query?q=SELECT+Id+FROM+Account+WHERE+Name+%3D+%27\(filler)%27")
+            #expect(query?.status == 400 && query?.errorCode == "MALFORMED_QUERY")
+            #expect(query?.message.contains("longer than 100000 characters") == true)
+            let search = await refusal(client, "/services/data/v60.0/search?q=FIND+%7B\(filler)%7D")
+            #expect(search?.status == 400 && search?.errorCode == "MALFORMED_SEARCH")
+            #expect(search?.message.contains("longer than 100000 characters") == true)
+        }
+    }
+
+    @Test("a request line or headers past the decoder's limit get 431 with a Salesforce-shaped body")
+    func requestHeadTooLarge() async throws {
+        try await withLiveServer { _, client in
+            let filler = String(repeating: "a", count: 3 * 1024 * 1024)
+            for (path, headers) in [
+                ("/services/data/v60.0/query?q=\(filler)", []),
+                ("/services/data/v60.0/query?q=SELECT+Id+FROM+Account", [("X-Filler", filler)]),
+            ] {
+                let error = await refusal(client, path, headers: headers)
+                // An empty body would read as HTTP_431.
+                #expect(error?.status == 431 && error?.errorCode == "REQUEST_HEADER_FIELDS_TOO_LARGE")
+                #expect(error?.message.contains("100000 characters") == true)
+            }
+            // The server goes on answering.
+            let page = try await client.queryFirstPage("SELECT Id FROM Account")
+            #expect(page.totalSize == 0)
+        }
+    }
+
     @Test("requests without the token are refused with INVALID_SESSION_ID")
     func auth() async throws {
         try await withLiveServer { server, _ in

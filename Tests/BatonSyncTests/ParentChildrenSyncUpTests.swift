@@ -338,6 +338,107 @@ struct ParentChildrenSyncUpTests {
         }
     }
 
+    @Test(
+        "a lookup naming an account deleted on the server is a refusal for a tree's parent and children: nothing created, all stay dirty"
+    )
+    func lookupRefusal() async throws {
+        try await withSyncFixture { f in
+            // Trees of contacts: a manager (parent) and its direct reports (children, linked by
+            // ReportsToId), so AccountId is a lookup of both, not the tree's link.
+            let parent = ParentInfo(sobjectType: "Contact", soupName: "managers")
+            let children = ChildrenInfo(
+                sobjectType: "Contact", sobjectTypePlural: "DirectReports", soupName: "reports",
+                parentIdFieldName: "ReportsToId")
+            let kept = try await f.client.create(type: "Account", fields: ["Name": "Kept"])
+            let gone = try await f.client.create(type: "Account", fields: ["Name": "Gone"])
+            let manager = try await f.client.create(
+                type: "Contact", fields: ["LastName": "Boss", "AccountId": .string(kept)])
+            let report = try await f.client.create(
+                type: "Contact",
+                fields: ["LastName": "Report", "AccountId": .string(kept), "ReportsToId": .string(manager)])
+            try await f.client.delete(type: "Account", id: gone)
+            try f.unfenced.registerSoup("managers", indexSpecs: [IndexSpec(path: "Id", type: .string)])
+            try f.unfenced.registerSoup(
+                "reports",
+                indexSpecs: [
+                    IndexSpec(path: "Id", type: .string), IndexSpec(path: "ReportsToId", type: .string),
+                ])
+            // Both moved to the deleted account locally, and a new report under it.
+            try f.unfenced.upsert(
+                LocalFlags.markUpdated([
+                    "Id": .string(manager), "LastName": "Boss", "AccountId": .string(gone),
+                ]), into: "managers")
+            try f.unfenced.upsert(
+                LocalFlags.markUpdated([
+                    "Id": .string(report), "LastName": "Report", "AccountId": .string(gone),
+                    "ReportsToId": .string(manager),
+                ]), into: "reports")
+            try f.unfenced.upsert(
+                LocalFlags.markCreated([
+                    "Id": .string(Self.localId()), "LastName": "New", "AccountId": .string(gone),
+                    "ReportsToId": .string(manager),
+                ]), into: "reports")
+            // The parent's creates leave the lookup out, as an app's create list may: a manager
+            // created again in place of the refused update would be accepted.
+            let target = try ParentChildrenSyncUpTarget(
+                client: f.client, parentInfo: parent, parentCreateFieldlist: ["LastName"],
+                parentUpdateFieldlist: ["LastName", "AccountId"], childrenInfo: children,
+                childrenCreateFieldlist: ["LastName", "AccountId"],
+                childrenUpdateFieldlist: ["LastName", "AccountId"], relationshipType: .lookup)
+            for _ in 0..<2 {
+                let sync = try await f.manager.syncUp(
+                    target: target, options: SyncOptions(mergeMode: .overwrite), soupName: "managers")
+                #expect(await f.manager.waitForSync(id: sync.id)?.status == .done)
+                let server = try await f.client.adminRecords(type: "Contact")
+                #expect(Set(server.compactMap { $0["Id"]?.stringValue }) == [manager, report])
+                #expect(server.allSatisfy { $0["AccountId"] == .string(kept) })
+                let managers = try f.local("managers")
+                #expect(managers.count == 1)
+                let boss = try #require(managers[manager])
+                #expect(LocalFlags.isDirty(boss) && !LocalFlags.isCreated(boss))
+                let reports = try f.store.query(.all, in: "reports").map(\.record)
+                #expect(reports.count == 2)
+                let updated = try #require(reports.first { $0["Id"] == .string(report) })
+                #expect(LocalFlags.isDirty(updated) && !LocalFlags.isCreated(updated))
+                let created = try #require(reports.first { $0["LastName"] == "New" })
+                #expect(LocalFlags.isCreated(created))
+                for record in [boss, updated, created] {
+                    #expect(
+                        record[LocalFlags.lastError]?.stringValue
+                            == "ENTITY_IS_DELETED on AccountId: entity is deleted",
+                        "\(record["LastName"] ?? "")")
+                }
+            }
+        }
+    }
+
+    @Test(
+        "a parent updated locally and deleted on the server is created again once under overwrite, with its children"
+    )
+    func remotelyDeletedUpdatedParent() async throws {
+        try await withSyncFixture { f in
+            let tree = try await createOnServerAndSyncDown(f, accounts: 1, contacts: 2)
+            let account = try #require(tree.keys.first)
+            try await update(f, "accounts", account, "Name", "Edited locally")
+            // The server deletes the account's contacts with it.
+            try await f.client.delete(type: "Account", id: account)
+            try await trySyncUp(f, 1, target: try upTarget(f))
+            let server = try await f.client.adminRecords(type: "Account")
+            #expect(server.count == 1)
+            let newId = try #require(server.first?["Id"]?.stringValue)
+            #expect(newId != account && server.first?["Name"] == "Edited locally")
+            let accounts = try f.local("accounts")
+            #expect(accounts.count == 1 && accounts[newId].map(LocalFlags.isDirty) == false)
+            let contacts = try await f.client.adminRecords(type: "Contact")
+            #expect(contacts.count == 2 && contacts.allSatisfy { $0["AccountId"] == .string(newId) })
+            #expect(try f.local("contacts").values.allSatisfy { !LocalFlags.isDirty($0) })
+            // Once: the next sync up has nothing to send and creates nothing.
+            try await trySyncUp(f, 0, target: try upTarget(f))
+            #expect(try await f.client.adminRecords(type: "Account").count == 1)
+            #expect(try await f.client.adminRecords(type: "Contact").count == 2)
+        }
+    }
+
     @Test("a created parent with 30 children goes in two calls, all linked")
     func moreThanOneCall() async throws {
         try await withSyncFixture { f in

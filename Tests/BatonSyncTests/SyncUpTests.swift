@@ -114,6 +114,54 @@ struct SyncUpTests {
         }
     }
 
+    @Test(
+        "a lookup naming an account deleted on the server is a refusal: nothing created, the contact stays dirty with its error",
+        arguments: [MergeMode.overwrite, .leaveIfChanged])
+    func lookupRefusal(mode: MergeMode) async throws {
+        try await withSyncFixture { f in
+            let kept = try await f.client.create(type: "Account", fields: ["Name": "Kept"])
+            let gone = try await f.client.create(type: "Account", fields: ["Name": "Gone"])
+            let contact = try await f.client.create(
+                type: "Contact", fields: ["LastName": "Ann", "AccountId": .string(kept)])
+            let down = try await f.manager.syncDown(
+                target: try f.soqlTarget("SELECT Id, LastName, AccountId, LastModifiedDate FROM Contact"),
+                soupName: "contacts")
+            #expect(await f.manager.waitForSync(id: down.id)?.status == .done)
+            try await f.client.delete(type: "Account", id: gone)
+            // The contact moved to the deleted account.
+            try await f.unfenced.write { transaction in
+                let entry = try #require(
+                    try transaction.entry(where: "Id", equals: .string(contact), in: "contacts"))
+                var record = entry.record
+                record["AccountId"] = .string(gone)
+                try transaction.upsert(
+                    LocalFlags.markUpdated(record), into: "contacts", entryId: entry.entryId)
+            }
+            // Creates leave the lookup out, as an app's create list may: a contact created again
+            // in place of the refused update would be accepted.
+            let target = try RESTSyncUpTarget(
+                client: f.client, objectType: "Contact", createFieldlist: ["LastName"],
+                updateFieldlist: ["LastName", "AccountId"])
+            for _ in 0..<2 {
+                let sync = try await f.manager.syncUp(
+                    target: target, options: SyncOptions(mergeMode: mode), soupName: "contacts")
+                #expect(await f.manager.waitForSync(id: sync.id)?.status == .done)
+                let server = try await f.client.adminRecords(type: "Contact")
+                #expect(server.count == 1)
+                #expect(
+                    server.first?["Id"] == .string(contact) && server.first?["AccountId"] == .string(kept))
+                let local = try f.store.query(.all, in: "contacts").map(\.record)
+                #expect(local.count == 1)
+                let moved = try #require(local.first)
+                #expect(moved["Id"] == .string(contact) && moved["AccountId"] == .string(gone))
+                #expect(LocalFlags.isDirty(moved) && !LocalFlags.isCreated(moved))
+                #expect(moved[LocalFlags.locallyUpdated] == true)
+                let error = moved[LocalFlags.lastError]?.stringValue ?? ""
+                #expect(error == "ENTITY_IS_DELETED on AccountId: entity is deleted")
+            }
+        }
+    }
+
     @Test("leaveIfChanged skips records changed on the server since they were fetched")
     func leaveIfChangedSkips() async throws {
         try await withSyncFixture { f in

@@ -30,6 +30,36 @@ struct ServeCommandTests {
         } throws: { ($0 as? RESTError)?.status == 401 }
     }
 
+    @Test(
+        "an over-long query or request line gets a Salesforce-shaped error from baton serve, never an empty 400"
+    )
+    func overLongRequests() async throws {
+        let server = try await BatonProcess(["serve", "--json"])
+        defer { server.sendDetached(SIGTERM) }
+        try await server.waitForLine(containing: "\"url\"")
+        let info = try JSONValue(parsing: String(try #require(server.stdout.split(separator: "\n").first)))
+        let client = RESTClient(
+            baseURL: try #require(info.value(atPath: "url")?.stringValue),
+            token: try #require(info.value(atPath: "token")?.stringValue), retry: .none)
+        func refusal(_ path: String) async -> RESTError? {
+            do {
+                _ = try await client.send(.GET, path, idempotent: false)
+                return nil
+            } catch {
+                return error as? RESTError
+            }
+        }
+        let megabyte = String(repeating: "a", count: 1024 * 1024)
+        let query = await refusal(
+            "/services/data/v60.0/query?q=SELECT+Id+FROM+Account+WHERE+Name+%3D+%27\(megabyte)%27")
+        #expect(query?.status == 400 && query?.errorCode == "MALFORMED_QUERY")
+        #expect(query?.message.contains("longer than 100000 characters") == true)
+        // Past what the decoder reads: 431, with a body saying why (an empty one reads HTTP_431).
+        let line = await refusal(
+            "/services/data/v60.0/query?q=" + String(repeating: "a", count: 3 * 1024 * 1024))
+        #expect(line?.status == 431 && line?.errorCode == "REQUEST_HEADER_FIELDS_TOO_LARGE")
+    }
+
     @Test("a bad --seed is a usage error, not a crash")
     func badSeed() async throws {
         let result = try await BatonProcess.run(["serve", "--seed", "Account"])

@@ -44,6 +44,9 @@ public struct CompositeResult: Sendable, Hashable {
     /// The first error's code and message when it failed.
     public var errorCode: String?
     public var message: String?
+    /// The fields the first error names (empty when it names none): a refusal of a field, such
+    /// as `ENTITY_IS_DELETED` on a lookup, reads apart from one of the record itself by them.
+    public var fields: [String]
 
     init(_ value: JSONValue) {
         id = value.value(atPath: "id")?.stringValue
@@ -53,6 +56,7 @@ public struct CompositeResult: Sendable, Hashable {
         errorCode =
             error?.value(atPath: "statusCode")?.stringValue ?? error?.value(atPath: "errorCode")?.stringValue
         message = error?.value(atPath: "message")?.stringValue
+        fields = error?.value(atPath: "fields")?.arrayValue?.compactMap(\.stringValue) ?? []
     }
 }
 

@@ -172,17 +172,14 @@ public struct ParentChildrenSyncUpTarget: TreeSyncUpTarget {
                 case .delete: return .deleted
                 }
             }
+            // Gone only on 404; a refusal naming a field keeps the record dirty (RecordWriteError).
             let error = answer.value(atPath: "body")?.arrayValue?.first
-            let code = error?.value(atPath: "errorCode")?.stringValue ?? "ERROR"
-            let fields = error?.value(atPath: "fields")?.arrayValue?.compactMap(\.stringValue) ?? []
-            if isChild, code == "ENTITY_IS_DELETED", fields.contains(childrenInfo.parentIdFieldName) {
-                return .parentMissing
-            }
-            if kind != .create, status == 404 || code == "ENTITY_IS_DELETED" || code == "NOT_FOUND" {
-                return .missingOnServer
-            }
-            return .failed(
-                "\(code): \(error?.value(atPath: "message")?.stringValue ?? "refused by the server")")
+            return RecordWriteError(
+                call: .singleRecord(status: Int(status)),
+                errorCode: error?.value(atPath: "errorCode")?.stringValue,
+                message: error?.value(atPath: "message")?.stringValue,
+                fields: error?.value(atPath: "fields")?.arrayValue?.compactMap(\.stringValue) ?? []
+            ).outcome(for: kind, parentLink: isChild ? childrenInfo.parentIdFieldName : nil)
         }
         return TreeOutcome(
             parent: tree.parent.map { outcome("parent", $0.kind, isChild: false) },

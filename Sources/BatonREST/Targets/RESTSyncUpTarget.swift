@@ -69,7 +69,8 @@ public struct RESTSyncUpTarget: SyncUpTarget {
             for (index, result) in zip(creates, results) {
                 outcomes[index] =
                     result.success
-                    ? result.id.map(SyncUpOutcome.created) ?? .failed("no id returned") : Self.failure(result)
+                    ? result.id.map(SyncUpOutcome.created) ?? .failed("no id returned")
+                    : Self.failure(result, .create)
             }
         }
         if !updates.isEmpty {
@@ -80,24 +81,24 @@ public struct RESTSyncUpTarget: SyncUpTarget {
             }
             let results = try await client.compositeUpdate(type: objectType, records: records)
             for (index, result) in zip(updates, results) {
-                outcomes[index] = result.success ? .updated : Self.failure(result)
+                outcomes[index] = result.success ? .updated : Self.failure(result, .update)
             }
         }
         if !deletes.isEmpty {
             let results = try await client.compositeDelete(ids: deletes.compactMap { changes[$0].serverId })
             for (index, result) in zip(deletes, results) {
-                outcomes[index] = result.success ? .deleted : Self.failure(result)
+                outcomes[index] = result.success ? .deleted : Self.failure(result, .delete)
             }
         }
         return outcomes.map { $0 ?? .failed("not sent") }
     }
 
-    static func failure(_ result: CompositeResult) -> SyncUpOutcome {
-        switch result.errorCode {
-        case "NOT_FOUND", "ENTITY_IS_DELETED", "INVALID_CROSS_REFERENCE_KEY": return .missingOnServer
-        default:
-            return .failed("\(result.errorCode ?? "ERROR"): \(result.message ?? "refused by the server")")
-        }
+    /// A failed record's outcome: gone from the server only on `ENTITY_IS_DELETED` naming no
+    /// field (``RecordWriteError``); any other refusal keeps the record dirty with its error.
+    static func failure(_ result: CompositeResult, _ kind: LocalChange.Kind) -> SyncUpOutcome {
+        RecordWriteError(
+            call: .collection, errorCode: result.errorCode, message: result.message, fields: result.fields
+        ).outcome(for: kind)
     }
 
     public func fetchModificationTimeStamps(ids: [String]) async throws -> [String: Int64] {

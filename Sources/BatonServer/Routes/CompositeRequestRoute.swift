@@ -99,7 +99,7 @@ struct CompositeRequestRoute: Sendable {
                 } catch let error as SalesforceError {
                     failed = true
                     status = error.status
-                    body = [error.element]
+                    body = [error.recordElement]
                 }
                 results.append([
                     "body": body, "httpHeaders": .object(headers), "httpStatusCode": .int(Int64(status)),
@@ -116,7 +116,7 @@ struct CompositeRequestRoute: Sendable {
                     }
                     var object = result.objectValue ?? [:]
                     object["httpStatusCode"] = 400
-                    object["body"] = [halted.element]
+                    object["body"] = [halted.recordElement]
                     object["httpHeaders"] = [:]
                     return .object(object)
                 }

@@ -112,7 +112,8 @@ struct CompositeRoutes: Sendable {
                     }
                 } catch let error as SalesforceError {
                     failed = true
-                    results.append(["id": nil, "success": false, "errors": [error.compositeElement]])
+                    // A failed record's result has no id, as on Salesforce.
+                    results.append(["success": false, "errors": [error.compositeElement]])
                 }
             }
             if allOrNone && failed {
@@ -121,7 +122,7 @@ struct CompositeRoutes: Sendable {
                     "Record rolled back because not all records were valid")
                 results = results.map { result in
                     if case .object(let object) = result, object["success"] == false { return result }
-                    return ["id": nil, "success": false, "errors": [rolledBack.compositeElement]]
+                    return ["success": false, "errors": [rolledBack.compositeElement]]
                 }
                 return false
             }

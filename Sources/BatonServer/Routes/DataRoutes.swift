@@ -59,7 +59,7 @@ struct DataRoutes: Sendable {
         // By external id: the field sits in the `id` slot (one parameter name per position).
         group.get("sobjects/:type/:id/:value") { request, context -> Response in
             let type = try storage.object(try context.parameters.require("type")).name
-            let field = try context.parameters.require("id")
+            let field = try Self.externalIdSlot(context)
             let value = try context.parameters.require("value").removingPercentEncoding ?? ""
             return try await withFaults(isWrite: false) {
                 let record = try storage.write { db -> JSONObject in
@@ -96,7 +96,7 @@ struct DataRoutes: Sendable {
         group.patch("sobjects/:type/:id/:value") { request, context -> Response in
             var request = request
             let type = try storage.object(try context.parameters.require("type")).name
-            let field = try context.parameters.require("id")
+            let field = try Self.externalIdSlot(context)
             let value = try context.parameters.require("value").removingPercentEncoding ?? ""
             let body = try await request.jsonObjectBody()
             return try await withFaults(isWrite: true) {
@@ -108,6 +108,15 @@ struct DataRoutes: Sendable {
                     ["id": .string(id), "success": true, "errors": [], "created": .bool(created)])
             }
         }
+    }
+
+    /// The external-id field of a `sobjects/TYPE/FIELD/VALUE` URL. `describe` there is a
+    /// describe URL the describe routes do not serve (`describe/nope`): `404 NOT_FOUND` like any
+    /// unknown resource, not an answer about external id fields.
+    static func externalIdSlot<Context: RequestContext>(_ context: Context) throws -> String {
+        let field = try context.parameters.require("id")
+        guard field != "describe" else { throw SalesforceError.notFound() }
+        return field
     }
 
     /// One record as `GET sobjects/TYPE/ID` answers it: with `attributes`, and only the fields
@@ -152,11 +161,14 @@ struct DataRoutes: Sendable {
     }
 
     /// A form-encoded query parameter: `+` is a space, `%XX` a byte (what curl and browsers send).
+    /// Given with no value (`name=` or `name`), it is the empty string, not absent: a route
+    /// refuses an empty value as it refuses a wrong one.
     static func formParameter(_ name: String, in query: String?) -> String? {
         guard let query else { return nil }
         for pair in query.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, parts[0] == name else { continue }
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts[0] == name else { continue }
+            guard parts.count == 2 else { return "" }
             return String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
         }
         return nil

@@ -51,13 +51,23 @@ struct DescribeRoutes: Sendable {
                     .ok, Describer(schema: storage.schema, apiPath: context.apiPath).describeLayouts(object))
             }
         }
+        // Another method on a describe URL of a known type is 405, naming the ones it takes, as
+        // on Salesforce.
+        for path in ["sobjects/:type/describe", "sobjects/:type/describe/layouts"] {
+            for method in [HTTPRequest.Method.post, .put, .patch, .delete] {
+                group.on(RouterPath(path), method: method) { request, context -> Response in
+                    _ = try storage.object(try context.parameters.require("type"))
+                    return .methodNotAllowed(request.method, allowed: [.get, .head])
+                }
+            }
+        }
         group.get("ui-api/layout/:type") { request, context -> Response in
             let object = try storage.object(try context.parameters.require("type"))
             let layoutType = DataRoutes.formParameter("layoutType", in: request.uri.query) ?? "Full"
             guard ["Full", "Compact"].contains(layoutType) else {
                 throw SalesforceError(
                     status: 400, "INVALID_PARAMETER_VALUE",
-                    "layoutType must be Full or Compact, not \(layoutType.prefix(40))")
+                    "layoutType must be Full or Compact, not '\(layoutType.prefix(40))'")
             }
             return try await data.withFaults(isWrite: false) {
                 .json(

@@ -5,6 +5,12 @@ import NIOCore
 /// Largest request body accepted; larger ones get `413 REQUEST_ENTITY_TOO_LARGE`.
 let maxRequestBody = 8 * 1024 * 1024
 
+/// Longest request line, and longest header list, accepted, in bytes. A query at SOQL's limit
+/// of 100,000 characters fits even percent-encoded (up to 12 bytes a character), so it reaches
+/// its route and is answered there (`MALFORMED_QUERY` past the limit); a longer head gets `431`
+/// from ``UndecodableRequestHandler``.
+let maxRequestHead = 2 * 1024 * 1024
+
 extension Response {
     /// A JSON response.
     static func json(_ status: HTTPResponse.Status, _ value: JSONValue) -> Response {
@@ -16,6 +22,19 @@ extension Response {
     /// The Salesforce error array for `error`.
     static func salesforce(_ error: SalesforceError) -> Response {
         .json(HTTPResponse.Status(code: error.status), .array([error.element]))
+    }
+
+    /// `405 METHOD_NOT_ALLOWED` with an `Allow` header, as Salesforce answers a resource asked
+    /// with a method it does not take (a POST on a describe URL), so a client learns the method
+    /// is wrong rather than the URL.
+    static func methodNotAllowed(_ method: HTTPRequest.Method, allowed: [HTTPRequest.Method]) -> Response {
+        let list = allowed.map(\.rawValue).joined(separator: ",")
+        var response = Response.salesforce(
+            SalesforceError(
+                status: 405, "METHOD_NOT_ALLOWED",
+                "HTTP Method '\(method.rawValue.prefix(20))' not allowed. Allowed are \(list)"))
+        response.headers[.allow] = allowed.map(\.rawValue).joined(separator: ", ")
+        return response
     }
 
     /// A response that starts and then loses its connection, as a crashing proxy would.

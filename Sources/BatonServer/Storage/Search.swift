@@ -28,8 +28,14 @@ struct SOSLSearch: Sendable {
     var limit: Int?
 
     static let maxLimit = 2000
+    /// Records read from the store at a time while matching.
+    static let chunkSize = 200
 
     init(parsing text: String) throws {
+        // SOSL has SOQL's limits (Salesforce's "SOSL Limits").
+        guard text.count <= SOQLQuery.maxLength else {
+            throw Self.malformed("search longer than \(SOQLQuery.maxLength) characters")
+        }
         var scanner = Scanner(text)
         guard scanner.keyword("FIND") else {
             throw Self.malformed("expected FIND at the start of the search")
@@ -161,9 +167,13 @@ struct SOSLSearch: Sendable {
         try storage.read { db in
             let related = RelatedRecords(db: db, projector: projector)
             for spec in specs where remaining > 0 {
+                // The type's LIMIT and OFFSET count the records the term matches, so they are
+                // applied here, after matching; WHERE and ORDER BY run in SQLite.
                 var query = spec.query
-                let typeLimit = query.limit
+                let typeLimit = query.limit ?? .max
+                var skip = query.offset ?? 0
                 query.limit = nil
+                query.offset = nil
                 let resolved = try schema.resolve(query)
                 guard !resolved.isCount, !resolved.isAggregate else {
                     throw Self.malformed("RETURNING selects fields, not COUNT() or aggregates")
@@ -171,17 +181,28 @@ struct SOSLSearch: Sendable {
                 let (sql, arguments) = try QueryTranslator(
                     schema: schema, wholeSeconds: storage.clock == .salesforce
                 ).idQuery(for: resolved)
+                // The ordered row ids first: a join with the records would not keep their order.
+                let ids = try Int64.fetchAll(db, sql: sql, arguments: arguments)
                 var taken = 0
-                let rows = try Row.fetchCursor(
-                    db, sql: "SELECT r.* FROM (\(sql)) ids JOIN records r ON r.rowid = ids.rowid",
-                    arguments: arguments)
-                while remaining > 0, taken < (typeLimit ?? .max), let row = try rows.next() {
-                    let record = try RecordStorage.fullRecord(row)
-                    guard matches(record, of: resolved.object) else { continue }
-                    found.append(.object(try projector.project(record, resolved, related: related)))
-                    served[resolved.object.name, default: 0] += 1
-                    taken += 1
-                    remaining -= 1
+                var start = 0
+                while remaining > 0, taken < typeLimit, start < ids.count {
+                    let chunk = Array(ids[start..<min(ids.count, start + Self.chunkSize)])
+                    start += chunk.count
+                    let rows = try QueryEngine.rows(db, type: resolved.object.name, rowIds: chunk)
+                    for id in chunk {
+                        guard remaining > 0, taken < typeLimit else { break }
+                        guard let row = rows[id] else { continue }
+                        let record = try RecordStorage.fullRecord(row)
+                        guard matches(record, of: resolved.object) else { continue }
+                        guard skip == 0 else {
+                            skip -= 1
+                            continue
+                        }
+                        found.append(.object(try projector.project(record, resolved, related: related)))
+                        served[resolved.object.name, default: 0] += 1
+                        taken += 1
+                        remaining -= 1
+                    }
                 }
             }
         }
