@@ -10,27 +10,32 @@ extension HeavyEndToEnd {
             "kill-writer-mid-page", "kill-writer-between-pages", "kill-writer-after-server-commit",
             "sigstop-sigcont-writer", "server-5xx", "server-latency", "server-dropped-connection",
             "server-response-dropped-after-commit", "server-restart", "junk-signal-burst",
-            "server-edits-during-sync",
+            "server-edits-during-sync", "stop-deadline-interrupt", "disk-full", "freeze-writer",
+            "freeze-writer-in-transaction", "server-bulk-edit-one-stamp", "server-transaction-in-flight",
         ]
 
-        @Test("30 seeded rounds with 3 participants: every fault kind is injected and every invariant holds")
-        func thirtyRounds() async throws {
+        @Test(
+            "34 seeded rounds with 3 participants: every fault kind is injected twice and every invariant holds"
+        )
+        func twoBlocksOfRounds() async throws {
             let result = try await BatonProcess.run(
-                ["chaos", "--seed", "30", "--rounds", "30", "--participants", "3", "--json"],
+                ["chaos", "--seed", "30", "--rounds", "34", "--participants", "3", "--json"],
                 timeout: .seconds(600))
             #expect(result.status == 0, "stderr: \(result.stderr.suffix(2000))")
             let summary = try JSONValue(parsing: result.stdout)
             #expect(summary.value(atPath: "passed") == true)
-            #expect(summary.value(atPath: "rounds") == 30)
+            #expect(summary.value(atPath: "rounds") == 34)
             #expect(summary.value(atPath: "violations")?.arrayValue?.isEmpty == true)
+            #expect(summary.value(atPath: "faults")?.objectValue?.count == Self.kinds.count)
             for kind in Self.kinds {
-                // 30 rounds hold two full blocks of the 11 kinds.
-                #expect((summary.value(atPath: "faults")?.objectValue?[kind]?.intValue ?? 0) >= 2, "\(kind)")
+                // 34 rounds hold two full blocks of the 17 kinds.
+                #expect((summary.value(atPath: "faults")?.objectValue?[kind]?.intValue ?? 0) == 2, "\(kind)")
             }
             #expect((summary.value(atPath: "kills")?.intValue ?? 0) >= 6)
             #expect((summary.value(atPath: "localEdits")?.intValue ?? 0) > 0)
+            #expect((summary.value(atPath: "lateCommits")?.intValue ?? 0) == 2)
             // Progress went to stderr, one line per round.
-            #expect(result.stderr.components(separatedBy: "invariants hold").count - 1 == 30)
+            #expect(result.stderr.components(separatedBy: "invariants hold").count - 1 == 34)
         }
 
         @Test(

@@ -62,6 +62,7 @@ extension ChaosRun {
         summary["missedFreezes"] = int(missedFreezes)
         summary["localEdits"] = int(editCount)
         summary["localCreates"] = int(createCount)
+        summary["lateCommits"] = int(lateCommits)
         summary["violations"] = .array(violationList)
         summary["reproduce"] = .string(reproduce)
         summary["seconds"] = .double(BenchStats.round(seconds))
@@ -70,7 +71,7 @@ extension ChaosRun {
         let slowest = takeoverMillis.max().map { String(format: "%.0f ms", $0) } ?? "-"
         var lines = [
             "faults: " + counts.joined(separator: ", "),
-            "\(handOvers) hand-overs, \(kills) writers killed, \(interruptedStops) stops past their deadline, \(editCount) local edits and \(createCount) local creates",
+            "\(handOvers) hand-overs, \(kills) writers killed, \(interruptedStops) stops past their deadline, \(editCount) local edits and \(createCount) local creates, \(lateCommits) server transactions committed late",
             "\(takeovers) takeovers (\(falseTakeovers) of a holder that was not frozen; slowest freeze-writer takeover \(slowest)), \(blockedDiagnoses) writers named frozen inside a transaction, \(thawed) thawed writers stepped down",
         ]
         if passed {

@@ -65,6 +65,7 @@ extension ChaosRun {
     /// Settles for good: faults off, the host alone in the foreground, twice (the second sync
     /// down brings back what the first sync up changed on the server).
     func finalSettle(round: Int) async throws {
+        try await commitInFlight()
         try await thawIfDue(round: round, force: true)
         try await recover()
         for pass in 1...2 {
@@ -78,8 +79,9 @@ extension ChaosRun {
     }
 
     /// After the final settle: every sync done, the store holds exactly the server's records
-    /// (same Ids, same LastModifiedDate), nothing left unsynced, no duplicates from sync up, no
-    /// local edit lost.
+    /// (same Ids, same LastModifiedDate, same synced fields: on Salesforce's clock an edit in the
+    /// same second keeps the stamp), nothing left unsynced, no duplicates from sync up, no local
+    /// edit lost.
     func checkConverged(round: Int) async throws {
         guard let store else { return }
         let syncs = try SyncState.all(store)
@@ -153,6 +155,14 @@ extension ChaosRun {
         }
         let onServer = stamps(serverRecords)
         let inStore = stamps(local)
+        func fields(_ records: [JSONObject]) -> [String: [JSONValue]] {
+            Dictionary(
+                records.compactMap { record in
+                    record["Id"]?.stringValue.map { ($0, Self.syncedFields.map { record[$0] ?? .null }) }
+                }, uniquingKeysWith: { first, _ in first })
+        }
+        let serverFields = fields(serverRecords)
+        let storeFields = fields(local)
         if local.count != inStore.count {
             throw violation("store = server", "\(local.count - inStore.count) local record(s) have no Id")
         }
@@ -177,6 +187,14 @@ extension ChaosRun {
                 "no duplicates from sync up", "'\(duplicate.key)' is on the server \(duplicate.value) times")
         }
         try checkNoEditLost(round: round, edits: edits, serverRecords: serverRecords, local: entries)
+        // Last, what the stamps cannot tell: an edit made in the same second as the stored copy.
+        let differing = serverFields.filter { id, fields in storeFields[id] != fields }
+        if let first = differing.first {
+            throw violation(
+                "store = server",
+                "\(differing.count) record(s) with the server's LastModifiedDate but other \(Self.syncedFields.joined(separator: ", ")) (e.g. \(first.key))"
+            )
+        }
     }
 
     /// The newest local write to each record reached the server. Writes to one record are

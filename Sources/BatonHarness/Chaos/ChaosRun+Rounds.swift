@@ -26,8 +26,14 @@ extension ChaosRun {
         switch fault {
         case .killMidPage:
             try await client.adminSetFaults(["latencyMs": 150])
-        case .killBetweenPages, .stopAndContinue, .serverEdits, .serverRestart:
+        case .killBetweenPages, .stopAndContinue, .serverEdits, .serverRestart, .bulkEditOneStamp:
             try await client.adminSetFaults(["latencyMs": 40])
+        case .transactionInFlight:
+            try await client.adminSetFaults(["latencyMs": 40])
+            try await commitInFlight()
+            inFlight = try await client.adminBeginTransaction(
+                type: "Account", count: random.int(1...20), create: random.int(0...3),
+                fields: ["Rating__c": .string("late\(round)")])
         case .killAfterServerCommit:
             try await client.adminSetFaults(["latencyMs": 5, "holdAfterCommitMs": 3000])
         case .serverError:
@@ -70,6 +76,8 @@ extension ChaosRun {
         let requestsBefore = server.requestCount
 
         try handOver()
+        // A transaction a previous round left open commits once this round's hand-over began.
+        if fault != .transactionInFlight { try await commitInFlight() }
 
         switch fault {
         case .killMidPage:
@@ -143,6 +151,19 @@ extension ChaosRun {
                 }
             }
             try? FileManager.default.removeItem(atPath: diskFullPath)
+        case .bulkEditOneStamp:
+            _ = try await untilSyncRuns(round: round, after: marks, progressed: true)
+            let most = max(1, min(400, options.records))
+            try await client.adminTouch(
+                type: "Account", count: random.int(min(50, most)...most),
+                fields: ["Rating__c": .string("bulk\(round)")])
+        case .transactionInFlight:
+            // Half the time it commits once the new writer's sync has saved a page; else it stays
+            // open across the next round's hand-over.
+            if random.chance(0.5) {
+                _ = try await untilSyncRuns(round: round, after: marks, progressed: true)
+                try await commitInFlight()
+            }
         case .serverEdits:
             _ = try await untilSyncRuns(round: round, after: marks, progressed: false)
             try await client.adminTouch(
@@ -154,6 +175,14 @@ extension ChaosRun {
             let doomed = Array(deletable.shuffled(using: &random).prefix(random.int(1...5)))
             try await client.adminDelete(type: "Account", ids: doomed)
         }
+    }
+
+    /// Commits the server transaction left in flight, if any.
+    func commitInFlight() async throws {
+        guard let transaction = inFlight else { return }
+        inFlight = nil
+        try await client.adminCommitTransaction(transaction.id)
+        lateCommits += 1
     }
 
     /// The `stop-deadline-interrupt` round: a member restarted with a 1 ms stop deadline

@@ -89,7 +89,9 @@ public final class ChaosRun: @unchecked Sendable {
             "parentFieldlist": ["Id", "Name"], "childrenFieldlist": ["LastName", "AccountId"],
             "relationshipType": "MASTER_DETAIL"}}]}
         """#
-    static let query = "SELECT Id, Name, Number__c, Rating__c FROM Account"
+    /// The accounts' fields the sync down `accounts` selects (the end check compares them).
+    static let syncedFields = ["Name", "Number__c", "Rating__c"]
+    static let query = "SELECT Id, \(syncedFields.joined(separator: ", ")) FROM Account"
     static let batchSize = 10
     static let settleTimeout = Duration.seconds(90)
 
@@ -110,6 +112,11 @@ public final class ChaosRun: @unchecked Sendable {
     var interruptedStops = 0
     /// A writer frozen by a `freeze-writer` round, until it is thawed.
     var frozen: Frozen?
+    /// A server transaction a `server-transaction-in-flight` round left open across the next
+    /// round's hand-over.
+    var inFlight: HeldTransaction?
+    /// Server transactions committed after records stamped later were visible.
+    var lateCommits = 0
     var takeovers = 0
     var falseTakeovers = 0
     var takeoverMillis: [Double] = []
@@ -155,8 +162,11 @@ public final class ChaosRun: @unchecked Sendable {
             try shared.ensureSubdirectory(sub)
         }
         try await startServer()
+        // Accounts the org has had for a while (the newest an hour old): a run's overlap then
+        // reaches only what the rounds change.
         let accountIds = try await client.adminSeed(
-            type: "Account", count: options.records, timeStamps: max(1, options.records / 3), bytes: 100)
+            type: "Account", count: options.records, timeStamps: max(1, options.records / 3), bytes: 100,
+            ageSeconds: 3600)
         let contacts: [JSONObject] = accountIds.prefix(Self.treeAccounts).flatMap { id in
             (0..<Self.contactsPerAccount).map { n in
                 ["LastName": .string("chaos contact \(n)"), "AccountId": .string(id)]

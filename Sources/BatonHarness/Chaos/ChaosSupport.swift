@@ -45,6 +45,13 @@ enum ChaosFault: String, CaseIterable, Sendable {
     /// write lock: the waiting peer must name it with its remedy; after SIGCONT the takeover
     /// completes.
     case freezeWriterInTransaction = "freeze-writer-in-transaction"
+    /// While a sync runs, one server transaction changes a few hundred records: on Salesforce's
+    /// clock they share one stamp, across many pages and the page the sync is on.
+    case bulkEditOneStamp = "server-bulk-edit-one-stamp"
+    /// A server transaction stamped before the hand-over (updates and creates) stays in flight
+    /// across a page of the new writer's sync, or across the next round's hand-over, and then
+    /// commits: records older than ones already synced become visible.
+    case transactionInFlight = "server-transaction-in-flight"
 
     /// Whether the round makes local edits first (so a sync up has something to send).
     var needsLocalEdits: Bool { self == .killAfterServerCommit || self == .droppedAfterCommit }
