@@ -9,6 +9,7 @@ struct BenchFigures: Encodable {
     var handover: Latencies?
     var takeover: Takeover?
     var resumeWaste: ResumeWaste?
+    var incremental: Incremental?
     var contention: Contention?
     var readers: Readers?
     var memory: Memory?
@@ -118,20 +119,46 @@ struct BenchFigures: Encodable {
             var stopAtPercent: Int
             var tie: Int
             var extra: Int
-            var boundaryTies: Int
         }
         var maxExtraRecords: Int
-        var boundaryTies: Int
-        var maxExtraBeyondTies: Int
         var cases: [Case]
 
         init(_ waste: [ResumeWasteBench.Case]) {
             maxExtraRecords = waste.map(\.extra).max() ?? 0
-            boundaryTies = waste.max { $0.extra < $1.extra }?.boundaryTies ?? 0
-            maxExtraBeyondTies = waste.map { $0.extra - $0.boundaryTies }.max() ?? 0
-            cases = waste.map {
-                Case(stopAtPercent: $0.stopAt, tie: $0.tie, extra: $0.extra, boundaryTies: $0.boundaryTies)
+            cases = waste.map { Case(stopAtPercent: $0.stopAt, tie: $0.tie, extra: $0.extra) }
+        }
+    }
+
+    /// Records each incremental run fetched against the records changed since the run before.
+    struct Incremental: Encodable {
+        /// Per clock: changed and fetched over the runs after the first (the idle run aside),
+        /// and what the idle run fetched.
+        struct Clock: Encodable {
+            var changed: Int
+            var fetched: Int
+            var extraPerRun: Double
+            var fetchedPerChanged: Double
+            var idleFetched: Int
+        }
+        var salesforce: Clock?
+        var ideal: Clock?
+        var runs: [IncrementalBench.Run]
+
+        init(_ runs: [IncrementalBench.Run]) {
+            self.runs = runs
+            func clock(_ name: String) -> Clock? {
+                let busy = runs.filter { $0.clock == name && $0.run != "idle" }
+                guard !busy.isEmpty else { return nil }
+                let changed = busy.map(\.changed).reduce(0, +)
+                let fetched = busy.map(\.fetched).reduce(0, +)
+                return Clock(
+                    changed: changed, fetched: fetched,
+                    extraPerRun: round(Double(fetched - changed) / Double(busy.count)),
+                    fetchedPerChanged: round(Double(fetched) / Double(max(changed, 1)), 100),
+                    idleFetched: runs.first { $0.clock == name && $0.run == "idle" }?.fetched ?? 0)
             }
+            salesforce = clock("salesforce")
+            ideal = clock("ideal")
         }
     }
 

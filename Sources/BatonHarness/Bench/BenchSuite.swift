@@ -5,7 +5,7 @@ import Foundation
 public struct BenchSuite: Sendable {
     /// The scenarios, in the order they run.
     public static let scenarios = [
-        "ingest", "lifecycle", "takeover", "waste", "contention", "readers", "memory",
+        "ingest", "lifecycle", "takeover", "waste", "incremental", "contention", "readers", "memory",
     ]
 
     public var records: Int
@@ -70,6 +70,12 @@ public struct BenchSuite: Sendable {
             waste = try await ResumeWasteBench.run(env, records: min(records, 20_000))
             figures.resumeWaste = .init(waste)
         }
+        var incremental: [IncrementalBench.Run] = []
+        if wanted("incremental") {
+            progress("incremental runs on each server clock: what the overlap fetches again…")
+            incremental = try await IncrementalBench.run(records: min(records, 20_000))
+            figures.incremental = .init(incremental)
+        }
         if wanted("contention") {
             progress("5/6 contention…")
             // Alternating runs, pooled, so a machine that slows down mid-way weighs on both sides.
@@ -90,10 +96,12 @@ public struct BenchSuite: Sendable {
         await env.finish(keepingDirectories: keepDirectories)
         if keepDirectories { progress("kept the scenarios' directories in \(env.root)") }
         let json = try JSONValue(encoding: figures).objectValue ?? [:]
-        return (json, Self.table(json, waste: waste))
+        return (json, Self.table(json, waste: waste, incremental: incremental))
     }
 
-    static func table(_ f: JSONObject, waste: [ResumeWasteBench.Case]) -> [String] {
+    static func table(
+        _ f: JSONObject, waste: [ResumeWasteBench.Case], incremental: [IncrementalBench.Run] = []
+    ) -> [String] {
         /// "p99" or "max": what the figures of `section` call their tail.
         func tail(_ section: String, _ key: String) -> String {
             JSONValue.object(f).value(atPath: "\(section).\(key.isEmpty ? "p99Ms" : key + "P99Ms")") == nil
@@ -165,7 +173,11 @@ public struct BenchSuite: Sendable {
             ),
             (
                 "resumeWaste",
-                "| resume waste, max extra records | \(v("resumeWaste.maxExtraRecords")) | boundary ties there: \(v("resumeWaste.boundaryTies")) | |"
+                "| resume waste, max extra records (a resume asks for the ids after the last saved) | \(v("resumeWaste.maxExtraRecords")) | 0 | |"
+            ),
+            (
+                "incremental",
+                "| incremental runs, records fetched per record changed since the run before: Salesforce's clock; ideal clock | \(v("incremental.salesforce.fetchedPerChanged")); \(v("incremental.ideal.fetchedPerChanged")) | 1 (extra per run: \(v("incremental.salesforce.extraPerRun")); \(v("incremental.ideal.extraPerRun")); an idle run fetched \(v("incremental.salesforce.idleFetched")); \(v("incremental.ideal.idleFetched"))) | |"
             ),
             (
                 "contention",
@@ -209,10 +221,19 @@ public struct BenchSuite: Sendable {
         lines += ["", "machine: \(v("cores")) cores; records \(v("records")); trials \(v("trials"))"]
         if !waste.isEmpty {
             lines += [
-                "", "| resume waste: stop at | records per time stamp | extra fetched | boundary ties |",
-                "|---|---|---|---|",
+                "", "| resume waste: stop at | records per time stamp | extra fetched |",
+                "|---|---|---|",
             ]
-            lines += waste.map { "| \($0.stopAt)% | \($0.tie) | \($0.extra) | \($0.boundaryTies) |" }
+            lines += waste.map { "| \($0.stopAt)% | \($0.tie) | \($0.extra) |" }
+        }
+        if !incremental.isEmpty {
+            lines += [
+                "", "| incremental run | clock | records changed since the run before | fetched | extra |",
+                "|---|---|---|---|---|",
+            ]
+            lines += incremental.map {
+                "| \($0.run) | \($0.clock) | \($0.changed) | \($0.fetched) | \($0.extra) |"
+            }
         }
         return lines
     }
