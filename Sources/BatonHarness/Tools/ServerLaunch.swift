@@ -6,7 +6,8 @@ import Logging
 public enum ServerLaunch {
     /// A server ready to run; every problem with the schema file or a seed is a ``CLIError``.
     public static func make(
-        host: String, port: Int, token: String, dataPath: String?, schemaFile: String?, seeds: [ServerSeed]
+        host: String, port: Int, token: String, dataPath: String?, schemaFile: String?, seeds: [ServerSeed],
+        childPageSize: Int = ReferenceServer.Configuration.defaultChildPageSize
     ) throws -> ReferenceServer {
         let schema: ServerSchema
         do {
@@ -17,7 +18,8 @@ public enum ServerLaunch {
         do {
             let server = try ReferenceServer(
                 configuration: .init(
-                    host: host, port: port, token: token, dataPath: dataPath, schema: schema),
+                    host: host, port: port, token: token, dataPath: dataPath, childPageSize: childPageSize,
+                    schema: schema),
                 logger: Logger(label: "baton.serve"))
             for seed in seeds {
                 try server.seed(type: seed.type, count: seed.count, timeStamps: seed.timeStamps)

@@ -31,6 +31,11 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "SQLite file for the server's records; in memory when omitted.") var data: String?
     @Option(help: "JSON file of sObject types and fields to add to the built-in schema (see above).")
     var schema: String?
+    @Option(
+        help:
+            "Children a parent's subquery result holds before it pages with its own nextRecordsUrl (Salesforce: 200)."
+    )
+    var childPageSize = ReferenceServer.Configuration.defaultChildPageSize
     @Flag(help: "Print {\"url\",\"token\"} as the first stdout line.") var json = false
 
     func validate() throws {
@@ -38,6 +43,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let token, token.isEmpty || token.contains(where: { $0.isWhitespace }) {
             throw ValidationError("--token must be non-empty and contain no spaces")
         }
+        guard childPageSize >= 1 else { throw ValidationError("--child-page-size must be at least 1") }
         do {
             _ = try seeds.map(ServerSeed.init(parsing:))
         } catch let error as CLIError {
@@ -49,7 +55,7 @@ struct ServeCommand: AsyncParsableCommand {
         let token = self.token ?? ReferenceServer.generateToken()
         let server = try ServerLaunch.make(
             host: host, port: port, token: token, dataPath: data, schemaFile: schema,
-            seeds: try seeds.map(ServerSeed.init(parsing:)))
+            seeds: try seeds.map(ServerSeed.init(parsing:)), childPageSize: childPageSize)
         let (asJSON, seeds) = (json, seeds)
         try await server.run { url in
             if asJSON {
