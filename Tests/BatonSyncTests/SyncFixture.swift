@@ -59,13 +59,19 @@ struct SyncFixture: Sendable {
 }
 
 /// Runs `body` with a fixture; the manager runs in a child task cancelled at the end.
-func withSyncFixture(_ body: @Sendable (SyncFixture) async throws -> Void) async throws {
+/// `configure` changes the server's configuration first.
+func withSyncFixture(
+    configure: (inout ReferenceServer.Configuration) -> Void = { _ in },
+    _ body: @Sendable (SyncFixture) async throws -> Void
+) async throws {
     let temp = try TemporaryDirectory()
     let unfenced = try UnfencedStore.open(
         directory: try SharedDirectory(path: temp.path + "/shared"), logger: Logger(label: "test"))
     var quiet = Logger(label: "test.server")
     quiet.logLevel = .critical  // the server logs its own shutdown as an error
-    let server = try await ReferenceServer.start(.init(token: "sync-test"), logger: quiet)
+    var configuration = ReferenceServer.Configuration(token: "sync-test")
+    configure(&configuration)
+    let server = try await ReferenceServer.start(configuration, logger: quiet)
     let client = RESTClient(
         baseURL: server.url, token: server.token,
         retry: .init(maxAttempts: 3, initialBackoff: .milliseconds(20)))
