@@ -27,6 +27,11 @@ public struct ReferenceServer: Sendable {
         public var dataPath: String?
         /// How long a query locator answers, its last page included (Salesforce: 15 minutes).
         public var locatorLifetime: Duration
+        /// Children a parent's child subquery result holds before it pages (Salesforce: about
+        /// 200): past it the nested result says `"done": false` and gives a `nextRecordsUrl`
+        /// for the rest, served by the query-locator route this many at a time (or the request's
+        /// `Sforce-Query-Options: batchSize`); below 1 counts as 1.
+        public var childPageSize: Int
         /// The types and fields the server knows (``ServerSchema/standard`` unless extended).
         public var schema: ServerSchema
         /// How records are stamped: Salesforce's clock unless a test asks for the ideal one.
@@ -38,8 +43,8 @@ public struct ReferenceServer: Sendable {
 
         public init(
             host: String = "127.0.0.1", port: Int = 0, token: String, dataPath: String? = nil,
-            locatorLifetime: Duration = .seconds(15 * 60), schema: ServerSchema = .standard,
-            clock: ServerClock = .salesforce,
+            locatorLifetime: Duration = .seconds(15 * 60), childPageSize: Int = defaultChildPageSize,
+            schema: ServerSchema = .standard, clock: ServerClock = .salesforce,
             timeSource: @escaping @Sendable () -> Int64 = WallClock.nowMillis
         ) {
             self.schema = schema
@@ -50,7 +55,11 @@ public struct ReferenceServer: Sendable {
             self.token = token
             self.dataPath = dataPath
             self.locatorLifetime = locatorLifetime
+            self.childPageSize = childPageSize
         }
+
+        /// Salesforce's: a nested result holds about 200 children before it pages.
+        public static let defaultChildPageSize = 200
     }
 
     let configuration: Configuration
@@ -150,7 +159,8 @@ public struct ReferenceServer: Sendable {
         let data = DataRoutes(
             storage: storage,
             engine: QueryEngine(
-                storage: storage, stats: stats, locatorLifetime: configuration.locatorLifetime),
+                storage: storage, stats: stats, locatorLifetime: configuration.locatorLifetime,
+                childPageSize: configuration.childPageSize),
             faults: faults,
             stats: stats)
         router.get("services/data") { _, _ in Response.json(.ok, APIVersions.listing) }

@@ -55,7 +55,9 @@ struct SalesforceClockTests {
     @Test("edits in the same second as the newest stamp saved arrive", arguments: ServerClock.allCases)
     func sameSecond(clock: ServerClock) async throws {
         let held = HeldClock()
-        try await withSyncFixture(clock: clock, timeSource: held.source) { f in
+        try await withSyncFixture(configure: {
+            $0.clock = clock; $0.timeSource = held.source
+        }) { f in
             let ids = try await f.client.adminSeed(type: "Account", count: 20, ageSeconds: 3600)
             try await f.client.adminTouch(type: "Account", ids: Array(ids[0..<5]), fields: ["Name": "first"])
             let first = try await syncDown(f)
@@ -77,7 +79,7 @@ struct SalesforceClockTests {
         "a bulk edit with one stamp, paged across a stop, resumes after the last id saved",
         arguments: ServerClock.allCases)
     func bulkEditAcrossStop(clock: ServerClock) async throws {
-        try await withSyncFixture(clock: clock) { f in
+        try await withSyncFixture(configure: { $0.clock = clock }) { f in
             let ids = try await f.client.adminSeed(type: "Account", count: 60, ageSeconds: 3600)
             // One transaction: on Salesforce's clock, sixty records with one stamp.
             try await f.client.adminTouch(type: "Account", ids: ids, fields: ["Name": "bulk"])
@@ -123,7 +125,7 @@ struct SalesforceClockTests {
         "a transaction that commits after its records were served arrives with the next run",
         arguments: ServerClock.allCases)
     func lateCommitDuringRun(clock: ServerClock) async throws {
-        try await withSyncFixture(clock: clock) { f in
+        try await withSyncFixture(configure: { $0.clock = clock }) { f in
             let ids = try await f.client.adminSeed(type: "Account", count: 30, ageSeconds: 3600)
             // Stamped now; visible only once it commits, while the run is on its second page.
             let late = try await f.client.adminBeginTransaction(
@@ -154,7 +156,9 @@ struct SalesforceClockTests {
         arguments: ServerClock.allCases)
     func lateCommitAfterDone(clock: ServerClock) async throws {
         let held = HeldClock()
-        try await withSyncFixture(clock: clock, timeSource: held.source) { f in
+        try await withSyncFixture(configure: {
+            $0.clock = clock; $0.timeSource = held.source
+        }) { f in
             let ids = try await f.client.adminSeed(type: "Account", count: 30, ageSeconds: 3600)
             let late = try await f.client.adminBeginTransaction(
                 type: "Account", ids: [ids[5]], fields: ["Name": "committed late"])
@@ -177,7 +181,7 @@ struct SalesforceClockTests {
         "a parent and its children that commit late arrive with the next run", arguments: ServerClock.allCases
     )
     func parentChildrenLateCommit(clock: ServerClock) async throws {
-        try await withSyncFixture(clock: clock) { f in
+        try await withSyncFixture(configure: { $0.clock = clock }) { f in
             var accounts: [String] = []
             var contacts: [String: [String]] = [:]
             for index in 0..<4 {

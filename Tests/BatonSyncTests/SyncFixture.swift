@@ -73,10 +73,10 @@ struct SyncFixture: Sendable {
     }
 }
 
-/// Runs `body` with a fixture; the manager runs in a child task cancelled at the end. The server
-/// stamps on `clock`, reading the time from `timeSource`.
+/// Runs `body` with a fixture; the manager runs in a child task cancelled at the end.
+/// `configure` changes the server's configuration first (its clock, its child page size…).
 func withSyncFixture(
-    clock: ServerClock = .salesforce, timeSource: @escaping @Sendable () -> Int64 = WallClock.nowMillis,
+    configure: (inout ReferenceServer.Configuration) -> Void = { _ in },
     _ body: @Sendable (SyncFixture) async throws -> Void
 ) async throws {
     let temp = try TemporaryDirectory()
@@ -84,8 +84,9 @@ func withSyncFixture(
         directory: try SharedDirectory(path: temp.path + "/shared"), logger: Logger(label: "test"))
     var quiet = Logger(label: "test.server")
     quiet.logLevel = .critical  // the server logs its own shutdown as an error
-    let server = try await ReferenceServer.start(
-        .init(token: "sync-test", clock: clock, timeSource: timeSource), logger: quiet)
+    var configuration = ReferenceServer.Configuration(token: "sync-test")
+    configure(&configuration)
+    let server = try await ReferenceServer.start(configuration, logger: quiet)
     let client = RESTClient(
         baseURL: server.url, token: server.token,
         retry: .init(maxAttempts: 3, initialBackoff: .milliseconds(20)))

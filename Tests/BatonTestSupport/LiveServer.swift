@@ -12,17 +12,17 @@ public func quietLogger(_ label: String = "test") -> Logger {
 }
 
 /// Runs `body` against a fresh reference server on 127.0.0.1, port 0, and stops it after.
+/// `configure` changes the server's configuration first (the token and schema are set).
 @discardableResult
 public func withLiveServer<T>(
-    retry: RESTClient.RetryPolicy = .none, timeout: Duration = .seconds(30), clock: ServerClock = .salesforce,
-    timeSource: @escaping @Sendable () -> Int64 = WallClock.nowMillis,
+    retry: RESTClient.RetryPolicy = .none, timeout: Duration = .seconds(30),
+    configure: (inout ReferenceServer.Configuration) -> Void = { _ in },
     _ body: (RunningServer, RESTClient) async throws -> T
 ) async throws -> T {
-    let server = try await ReferenceServer.start(
-        .init(
-            token: "test-token-\(UInt32.random(in: 0...UInt32.max))", schema: testSchema, clock: clock,
-            timeSource: timeSource),
-        logger: quietLogger("test.server"))
+    var configuration = ReferenceServer.Configuration(
+        token: "test-token-\(UInt32.random(in: 0...UInt32.max))", schema: testSchema)
+    configure(&configuration)
+    let server = try await ReferenceServer.start(configuration, logger: quietLogger("test.server"))
     let client = RESTClient(baseURL: server.url, token: server.token, timeout: timeout, retry: retry)
     do {
         let result = try await body(server, client)

@@ -97,4 +97,30 @@ struct ServeCommandTests {
         #expect(invalid.status != 0 && !invalid.signaled)
         #expect(invalid.stderr.contains("unknown type 'blob'"))
     }
+
+    @Test("--child-page-size pages a parent's children at that size; below 1 is a usage error")
+    func childPageSize() async throws {
+        let server = try await BatonProcess(["serve", "--json", "--child-page-size", "2"])
+        defer { server.sendDetached(SIGTERM) }
+        try await server.waitForLine(containing: "\"url\"")
+        let info = try JSONValue(parsing: String(try #require(server.stdout.split(separator: "\n").first)))
+        let client = RESTClient(
+            baseURL: try #require(info.value(atPath: "url")?.stringValue),
+            token: try #require(info.value(atPath: "token")?.stringValue), retry: .none)
+        let account = try await client.create(type: "Account", fields: ["Name": "Parent"])
+        try await client.adminSeed(type: "Contact", count: 5, fields: ["AccountId": .string(account)])
+        let page = try await client.queryFirstPage("SELECT Id, (SELECT Id FROM Contacts) FROM Account")
+        let nested = try #require(page.records.first?["Contacts"])
+        #expect(nested.value(atPath: "records")?.arrayValue?.count == 2)
+        #expect(nested.value(atPath: "totalSize") == 5)
+        #expect(nested.value(atPath: "done") == false)
+        let rest = try await client.queryNextPage(
+            try #require(nested.value(atPath: "nextRecordsUrl")?.stringValue))
+        #expect(rest.records.count == 2)
+        #expect(!rest.done)
+
+        let zero = try await BatonProcess.run(["serve", "--child-page-size", "0"])
+        #expect(zero.status != 0 && !zero.signaled)
+        #expect(zero.stderr.contains("--child-page-size must be at least 1"))
+    }
 }

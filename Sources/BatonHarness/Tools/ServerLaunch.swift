@@ -7,7 +7,8 @@ public enum ServerLaunch {
     /// A server ready to run; every problem with the schema file or a seed is a ``CLIError``.
     public static func make(
         host: String, port: Int, token: String, dataPath: String?, schemaFile: String?,
-        clock: ServerClock = .salesforce, seeds: [ServerSeed]
+        clock: ServerClock = .salesforce, seeds: [ServerSeed],
+        childPageSize: Int = ReferenceServer.Configuration.defaultChildPageSize
     ) throws -> ReferenceServer {
         let schema: ServerSchema
         do {
@@ -18,7 +19,8 @@ public enum ServerLaunch {
         do {
             let server = try ReferenceServer(
                 configuration: .init(
-                    host: host, port: port, token: token, dataPath: dataPath, schema: schema, clock: clock),
+                    host: host, port: port, token: token, dataPath: dataPath, childPageSize: childPageSize,
+                    schema: schema, clock: clock),
                 logger: Logger(label: "baton.serve"))
             for seed in seeds {
                 try server.seed(type: seed.type, count: seed.count, timeStamps: seed.timeStamps)

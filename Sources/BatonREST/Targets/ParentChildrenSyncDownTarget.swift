@@ -206,7 +206,7 @@ public struct ParentChildrenSyncDownTarget: SyncDownTarget {
         let page = try await client.queryFirstPage(
             query(start), batchSize: min(batchSize ?? 2000, SoqlSyncDownTarget.firstPageSize))
         return SyncDownPage(
-            records: page.records.map(flattened), totalSize: page.totalSize,
+            records: try await flattened(page.records), totalSize: page.totalSize,
             next: page.done ? nil : page.nextRecordsUrl, serverTime: serverTime)
     }
 
@@ -214,31 +214,43 @@ public struct ParentChildrenSyncDownTarget: SyncDownTarget {
         guard let next = page.next else { return nil }
         let fetched = try await client.queryNextPage(next, batchSize: batchSize ?? 2000)
         return SyncDownPage(
-            records: fetched.records.map(flattened), totalSize: page.totalSize,
+            records: try await flattened(fetched.records), totalSize: page.totalSize,
             next: fetched.done ? nil : fetched.nextRecordsUrl)
     }
 
-    /// A parent with its children as a plain list (the query nests them as a query result, or
-    /// null when there are none). Only the nested result's first page is read, as in Mobile
-    /// Sync.
-    func flattened(_ record: JSONObject) -> JSONObject {
+    /// Parents with all their children, each as ``flattened(_:)`` makes it, in order.
+    func flattened(_ records: [JSONObject]) async throws -> [JSONObject] {
+        var parents: [JSONObject] = []
+        parents.reserveCapacity(records.count)
+        for record in records { parents.append(try await flattened(record)) }
+        return parents
+    }
+
+    /// A parent with all its children as a plain list, without their `attributes`. The query
+    /// nests them as a query result (null when there are none) that holds the first of them
+    /// when there are many, with a `nextRecordsUrl` for the rest: those pages are fetched here,
+    /// before the parent's page is used, so a parent never comes with only some of its
+    /// children. Mobile Sync reads only the first page.
+    func flattened(_ record: JSONObject) async throws -> JSONObject {
         var copy = record
-        copy[childrenInfo.sobjectTypePlural] =
-            record[childrenInfo.sobjectTypePlural]?.value(atPath: "records") ?? []
+        copy[childrenInfo.sobjectTypePlural] = .array(
+            try await client.allRecords(ofNested: record[childrenInfo.sobjectTypePlural]).map(
+                JSONValue.object))
         return copy
     }
 
     public func startRemoteIdFetch() async throws -> RemoteIdPage {
-        remoteIds(try await client.queryFirstPage(remoteIdsQuery))
+        try await remoteIds(try await client.queryFirstPage(remoteIdsQuery))
     }
 
     public func continueRemoteIdFetch(after page: RemoteIdPage) async throws -> RemoteIdPage? {
         guard let next = page.next else { return nil }
-        return remoteIds(try await client.queryNextPage(next))
+        return try await remoteIds(try await client.queryNextPage(next))
     }
 
-    func remoteIds(_ page: QueryPage) -> RemoteIdPage {
-        let parents = page.records.map(flattened)
+    /// The page's parent ids, and the ids of all their children (every nested page of them).
+    func remoteIds(_ page: QueryPage) async throws -> RemoteIdPage {
+        let parents = try await flattened(page.records)
         return RemoteIdPage(
             ids: parents.compactMap { $0[parentInfo.idFieldName]?.stringValue },
             childIds: parents.flatMap { parent in

@@ -189,7 +189,8 @@ public struct ParentChildrenSyncUpTarget: TreeSyncUpTarget {
     }
 
     /// `SELECT Id, LastModifiedDate, (SELECT Id, LastModifiedDate FROM Contacts) FROM Account
-    /// WHERE Id = '…'`.
+    /// WHERE Id = '…'`, with every child: the nested result's further pages are fetched too, since
+    /// a child missing here would count as changed on the server and hold the tree back.
     public func fetchTreeTimeStamps(parentId: String) async throws -> [String: Int64] {
         let nested = SOQLQuery(
             fields: [.field(childrenInfo.idFieldName), .field(childrenInfo.modificationDateFieldName)],
@@ -207,11 +208,11 @@ public struct ParentChildrenSyncUpTarget: TreeSyncUpTarget {
             {
                 stamps[id] = stamp
             }
-            for child in record[childrenInfo.sobjectTypePlural]?.value(atPath: "records")?.arrayValue ?? [] {
+            for child in try await client.allRecords(ofNested: record[childrenInfo.sobjectTypePlural]) {
+                let child = JSONValue.object(child)
                 if let id = child.value(atPath: childrenInfo.idFieldName)?.stringValue,
                     let stamp = child.value(atPath: childrenInfo.modificationDateFieldName)?.stringValue
-                        .flatMap(
-                            DateTimeLiteral.milliseconds)
+                        .flatMap(DateTimeLiteral.milliseconds)
                 {
                     stamps[id] = stamp
                 }

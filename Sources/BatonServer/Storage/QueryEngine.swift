@@ -5,7 +5,8 @@ import SOQL
 
 /// Runs queries and serves them page by page, as the API's query locators do: the first
 /// request fixes the ordered list of matching ids (a cursor); each page then reads only its
-/// records, so a page never holds more than `batchSize` records in memory.
+/// records, so a page never holds more than `batchSize` records in memory. A parent's children
+/// past the first ``childPageSize`` get a cursor of their own, which the same locator route pages.
 final class QueryEngine: Sendable {
     struct Cursor: Sendable {
         var query: ResolvedQuery
@@ -18,20 +19,47 @@ final class QueryEngine: Sendable {
         var apiPath: String
         /// When it stops answering (`INVALID_QUERY_LOCATOR`), as Salesforce's locators expire.
         var expires: ContinuousClock.Instant
+        /// Over one parent's children (a nested result's `nextRecordsUrl`) rather than a query.
+        var isChildren = false
     }
 
+    /// Query cursors kept at once; past it the least recently used goes.
     static let maxCursors = 64
+    /// Children cursors kept at once, apart from the query cursors: a page of the largest batch
+    /// (2,000 parents) may open one a parent, and its client follows them after reading the page,
+    /// so neither they nor the query's cursor may push each other out.
+    static let maxChildrenCursors = 8000
 
     let storage: RecordStorage
     let stats: ServerStats
     /// How long a locator answers, the last page included (Salesforce: 15 minutes).
     let locatorLifetime: Duration
-    private let cursors = Locked<(entries: [String: Cursor], clock: UInt64, next: UInt64)>(([:], 0, 0))
+    /// Children a parent's nested result holds before it pages, and the size of the further
+    /// pages unless a request asks for another batch size (Salesforce: 200).
+    let childPageSize: Int
+    private let cursors = Locked(CursorTable())
 
-    init(storage: RecordStorage, stats: ServerStats, locatorLifetime: Duration = .seconds(15 * 60)) {
+    /// The cursors by locator, with the clocks that name and age them.
+    private struct CursorTable {
+        var entries: [String: Cursor] = [:]
+        /// How many of `entries` are children cursors.
+        var childrenCount = 0
+        var clock: UInt64 = 0
+        var next: UInt64 = 0
+
+        mutating func remove(_ locator: String) {
+            if entries.removeValue(forKey: locator)?.isChildren == true { childrenCount -= 1 }
+        }
+    }
+
+    init(
+        storage: RecordStorage, stats: ServerStats, locatorLifetime: Duration = .seconds(15 * 60),
+        childPageSize: Int = 200
+    ) {
         self.storage = storage
         self.stats = stats
         self.locatorLifetime = locatorLifetime
+        self.childPageSize = max(1, childPageSize)
     }
 
     /// One page and what it holds, for counting once it is delivered.
@@ -113,7 +141,8 @@ final class QueryEngine: Sendable {
     }
 
     /// The page at `locator` (`<cursor>-<offset>`, from a `nextRecordsUrl`), of `batchSize`
-    /// records when given (else the size the query started with).
+    /// records when given (else the size the query started with; for a parent's children,
+    /// ``childPageSize``).
     func next(locator: String, batchSize: Int? = nil) throws -> Page {
         let parts = locator.split(separator: "-", maxSplits: 1).map(String.init)
         guard parts.count == 2, let offset = Int(parts[1]), offset >= 0 else {
@@ -128,7 +157,7 @@ final class QueryEngine: Sendable {
             throw SalesforceError(status: 400, "INVALID_QUERY_LOCATOR", "invalid query locator")
         }
         guard ContinuousClock.now < cursor.expires else {
-            cursors.withLock { _ = $0.entries.removeValue(forKey: parts[0]) }
+            cursors.withLock { $0.remove(parts[0]) }
             throw SalesforceError(status: 400, "INVALID_QUERY_LOCATOR", "invalid query locator (expired)")
         }
         if let batchSize { cursor.batchSize = batchSize }
@@ -143,13 +172,30 @@ final class QueryEngine: Sendable {
             var entry = cursor
             entry.lastUsed = state.clock
             state.entries[locator] = entry
-            if state.entries.count > Self.maxCursors,
-                let oldest = state.entries.min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key
+            if entry.isChildren { state.childrenCount += 1 }
+            // Each kind has its own bound: a query's children never push out its own cursor.
+            let (count, limit) =
+                entry.isChildren
+                ? (state.childrenCount, Self.maxChildrenCursors)
+                : (state.entries.count - state.childrenCount, Self.maxCursors)
+            if count > limit,
+                let oldest = state.entries.lazy.filter({ $0.value.isChildren == entry.isChildren })
+                    .min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key
             {
-                state.entries[oldest] = nil
+                state.remove(oldest)
             }
             return locator
         }
+    }
+
+    /// Opens a cursor over one parent's children (`rowIds`, every child `query` matches, in
+    /// order) whose first ``childPageSize`` the parent's nested result holds; returns the nested
+    /// result's `nextRecordsUrl`, under `apiPath`.
+    private func openChildren(_ query: ResolvedQuery, rowIds: [Int64], apiPath: String) -> String {
+        let cursor = Cursor(
+            query: query, ids: rowIds, batchSize: childPageSize, lastUsed: 0, apiPath: apiPath,
+            expires: .now + locatorLifetime, isChildren: true)
+        return "\(apiPath)/query/\(remember(cursor))-\(min(childPageSize, rowIds.count))"
     }
 
     private func page(_ cursor: Cursor, locator: String, offset: Int) throws -> Page {
@@ -239,7 +285,12 @@ final class QueryEngine: Sendable {
         let rows = try Self.rows(db, type: cursor.query.object.name, rowIds: rowIds)
         let projector = Projector(
             schema: storage.schema, apiPath: cursor.apiPath, wholeSeconds: storage.clock == .salesforce)
-        let related = RelatedRecords(db: db, projector: projector)
+        let apiPath = cursor.apiPath
+        let related = RelatedRecords(
+            db: db, projector: projector,
+            childPaging: RelatedRecords.ChildPaging(size: childPageSize) { [self] query, rowIds in
+                openChildren(query, rowIds: rowIds, apiPath: apiPath)
+            })
         var count = 0
         for id in rowIds {
             guard let row = rows[id] else { continue }

@@ -36,6 +36,11 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "JSON file of sObject types and fields to add to the built-in schema (see above).")
     var schema: String?
     @Option(
+        help:
+            "Children a parent's subquery result holds before it pages with its own nextRecordsUrl (Salesforce: 200)."
+    )
+    var childPageSize = ReferenceServer.Configuration.defaultChildPageSize
+    @Option(
         help: ArgumentHelp(
             "How records are stamped: salesforce (whole seconds, one stamp a request) or ideal (a unique millisecond each).",
             valueName: "salesforce|ideal"))
@@ -47,6 +52,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let token, token.isEmpty || token.contains(where: { $0.isWhitespace }) {
             throw ValidationError("--token must be non-empty and contain no spaces")
         }
+        guard childPageSize >= 1 else { throw ValidationError("--child-page-size must be at least 1") }
         do {
             _ = try seeds.map(ServerSeed.init(parsing:))
         } catch let error as CLIError {
@@ -58,7 +64,7 @@ struct ServeCommand: AsyncParsableCommand {
         let token = self.token ?? ReferenceServer.generateToken()
         let server = try ServerLaunch.make(
             host: host, port: port, token: token, dataPath: data, schemaFile: schema, clock: clock,
-            seeds: try seeds.map(ServerSeed.init(parsing:)))
+            seeds: try seeds.map(ServerSeed.init(parsing:)), childPageSize: childPageSize)
         let (asJSON, seeds) = (json, seeds)
         try await server.run { url in
             if asJSON {
