@@ -52,8 +52,8 @@ extension SOQLQuery {
         return copy
     }
 
-    /// The time-stamp filter of a resumed sync: `field > stamp` (after done) or `field >= stamp`
-    /// (after a stop, since records sharing the stamp may span pages).
+    /// A time-stamp filter first in the WHERE: `field >= stamp` when `inclusive` (what the sync
+    /// engine asks for: records modified since its lower bound), else `field > stamp`.
     public func addingTimeStampFilter(field: String, milliseconds: Int64, inclusive: Bool) -> SOQLQuery {
         addingFilterFirst(
             field: field, op: inclusive ? .greaterOrEqual : .greater,

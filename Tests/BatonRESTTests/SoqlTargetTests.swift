@@ -1,7 +1,10 @@
-import BatonREST
+import BatonJSON
 import BatonSync
 import BatonTestSupport
+import BatonTime
 import Testing
+
+@testable import BatonREST
 
 @Suite("SOQL sync down target")
 struct SoqlTargetTests {
@@ -36,6 +39,52 @@ struct SoqlTargetTests {
             try SoqlSyncDownTarget(client: client, query: "SELECT MAX(LastModifiedDate) FROM Account")
         } throws: { error in
             (error as? SyncError)?.code == .invalidTarget && "\(error)".contains("aggregates")
+        }
+    }
+}
+
+@Suite("The server's clock as the client reads it")
+struct ServerTimeTests {
+    @Test("an HTTP Date is read as whole seconds; anything else is not a time")
+    func httpDate() {
+        #expect(HTTPDate.milliseconds("Sun, 06 Nov 1994 08:49:37 GMT") == 784_111_777_000)
+        #expect(HTTPDate.milliseconds("Sat, 28 Nov 2026 13:43:28 GMT") == 1_795_873_408_000)
+        for bad in [
+            "", "Sun, 06 Nov 1994 08:49:37 UTC", "Sunday, 06-Nov-94 08:49:37 GMT",
+            "Sun, 31 Feb 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 24:00:00 GMT", "Sun Nov  6 08:49:37 1994",
+        ] {
+            #expect(HTTPDate.milliseconds(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test("a target's overlap comes from overlapSeconds, is checked, and round-trips")
+    func overlapJSON() throws {
+        let client = RESTClient(baseURL: "http://127.0.0.1:1", token: "t")
+        let factory = RESTTargetFactory(client: client)
+        let json: JSONObject = ["type": "soql", "query": "SELECT Id FROM Account", "overlapSeconds": 120]
+        let target = try factory.syncDownTarget(from: json)
+        #expect(target.overlap == .seconds(120))
+        #expect(try factory.syncDownTarget(from: target.json).overlap == .seconds(120))
+        let plain = try factory.syncDownTarget(from: ["type": "soql", "query": "SELECT Id FROM Account"])
+        #expect(plain.overlap == SyncDownPosition.defaultOverlap)
+        #expect(plain.json["overlapSeconds"] == nil)
+        for bad: JSONValue in [-1, 86_401, "ten", 1.5] {
+            var broken = json
+            broken["overlapSeconds"] = bad
+            #expect(throws: SyncError.self) { try factory.syncDownTarget(from: broken) }
+        }
+    }
+
+    @Test("the server time comes from the Date of a request that touches no object")
+    func fromDate() async throws {
+        try await withLiveServer { server, client in
+            let before = WallClock.nowMillis()
+            let time = try #require(try await client.serverTime())
+            let after = WallClock.nowMillis()
+            #expect(time % 1000 == 0)
+            #expect(time >= before - before % 1000 - 1000 && time <= after)
+            #expect(server.server.requestCount >= 1)
         }
     }
 }

@@ -2,8 +2,8 @@ import BatonJSON
 import BatonLocking
 import BatonREST
 import BatonServer
-import BatonTime
 import BatonTestSupport
+import BatonTime
 import SOQL
 import Testing
 
@@ -131,7 +131,7 @@ struct ServerClockTests {
         let clock = HandClock()
         try await withLiveServer(configure: { $0.timeSource = clock.source }) { server, client in
             let ids = try await client.adminSeed(type: "Account", count: 2, ageSeconds: 3600)
-            try await client.adminSetFaults(["commitDelayMs": 5000])
+            try await client.adminSetFaults(["commitDelayMs": 10_000])
             let requests = server.server.requestCount
             async let slow: Void = client.update(type: "Account", id: ids[0], fields: ["Name": "slow"])
             // Once the slow write is in (and stamped), the clock moves on and the faults go.

@@ -1,3 +1,4 @@
+import BatonLocking
 import BatonREST
 import BatonStore
 import BatonSync
@@ -60,6 +61,34 @@ struct MobileSyncTargetsPortTests {
             try await f.trySyncDown(
                 .overwrite, try refreshTarget(f, perSoql: perSoql), totalSize: 10, numberFetches: fetches)
             try checkDb(f, idToFields)
+        }
+    }
+
+    @Test("a record the app adds to the soup mid-run shifts no batch: every id is refreshed")
+    func refreshWithInsertMidRun() async throws {
+        try await withSyncFixture { f in
+            let idToFields = try await createAccountsOnServer(f, 10)
+            try seedIdsLocally(f, idToFields.keys)
+            for id in idToFields.keys {
+                try await f.client.update(type: "Account", id: id, fields: ["Name": "refreshed"])
+            }
+            let inserted = Locked(false)
+            try await ChangesWhilePagingTests().withManager(
+                f,
+                beforePage: { _, page in
+                    // Before the second batch: an entry whose id sorts before every other.
+                    guard page == 2, !inserted.withLock({ $0 }) else { return }
+                    inserted.withLock { $0 = true }
+                    try f.unfenced.upsert(["Id": "000000000000000AAA"], into: "accounts")
+                }
+            ) { manager in
+                let sync = try await manager.syncDown(
+                    target: try refreshTarget(f, perSoql: 2), soupName: "accounts", name: "refresh")
+                #expect(await manager.waitForSync(id: sync.id)?.status == .done)
+                #expect(inserted.withLock { $0 })
+                let local = try f.local()
+                #expect(idToFields.keys.allSatisfy { local[$0]?["Name"] == "refreshed" })
+            }
         }
     }
 

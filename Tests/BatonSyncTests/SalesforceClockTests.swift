@@ -3,6 +3,7 @@ import BatonREST
 import BatonServer
 import BatonStore
 import BatonSync
+import BatonTime
 import SOQL
 import Testing
 
@@ -130,6 +131,8 @@ struct SalesforceClockTests {
             // Stamped now; visible only once it commits, while the run is on its second page.
             let late = try await f.client.adminBeginTransaction(
                 type: "Account", ids: [ids[2]], fields: ["Name": "committed late"])
+            // Stamped later (on Salesforce's clock, at least as late) and visible at once.
+            try await f.client.adminTouch(type: "Account", ids: [ids[25]], fields: ["Name": "later"])
             let committed = Locked(false)
             try await ChangesWhilePagingTests().withManager(
                 f,
@@ -144,6 +147,11 @@ struct SalesforceClockTests {
                 let done = try #require(await manager.waitForSync(id: sync.id))
                 #expect(done.status == .done && committed.withLock { $0 })
                 #expect(try f.local()[ids[2]]?["Name"] != "committed late")  // served before the commit
+                #expect(try f.local()[ids[25]]?["Name"] == "later")
+                // Mobile Sync 7.1 would ask `>` the newest stamp saved, the later touch's: on
+                // Salesforce's clock that leaves the late commit out.
+                let old = try await mobileSync71Next(f, after: done)
+                #expect(old.contains(ids[2]) == (clock == .ideal))
                 _ = try await manager.reSync(id: sync.id)
                 #expect(await manager.waitForSync(id: sync.id)?.status == .done)
                 #expect(try f.local()[ids[2]]?["Name"] == "committed late")
@@ -174,6 +182,53 @@ struct SalesforceClockTests {
             // Its stamp is older than the newest saved: `>` never asks for it again. (The ideal
             // clock stamps it when it commits, so there nothing was late.)
             #expect(old == (clock == .salesforce ? [] : [ids[5]]))
+        }
+    }
+
+    @Test("the next run starts the overlap before the server's time at the previous run's start")
+    func nextRunBound() async throws {
+        try await withSyncFixture { f in
+            try await f.client.adminSeed(type: "Account", count: 10, ageSeconds: 3600)
+            let target = try SoqlSyncDownTarget(
+                client: f.client, query: "SELECT Id, Name FROM Account", overlap: .seconds(5))
+            let before = WallClock.nowMillis()
+            let sync = try await f.manager.syncDown(target: target, soupName: "accounts", name: "accounts")
+            let done = try #require(await f.manager.waitForSync(id: sync.id))
+            let after = WallClock.nowMillis()
+            let since = try #require(done.position.modifiedSince)
+            // The server's Date, in whole seconds, read after `before` (less a second: its cache
+            // ticks once a second) and before `after`.
+            #expect(since % 1000 == 0)
+            #expect(since + 5000 >= before - before % 1000 - 1000 && since + 5000 <= after)
+        }
+    }
+
+    @Test("a transaction that commits later than the overlap after its stamp can be missed, as documented")
+    func commitPastOverlap() async throws {
+        let held = HeldClock()
+        try await withSyncFixture(configure: { $0.timeSource = held.source }) { f in
+            let ids = try await f.client.adminSeed(type: "Account", count: 10, ageSeconds: 3600)
+            // Stamped a minute ago by the server's clock: a transaction that ran that long.
+            held.advance(-60_000)
+            let late = try await f.client.adminBeginTransaction(
+                type: "Account", ids: [ids[3]], fields: ["Name": "a minute late"])
+            held.advance(60_000)
+            func sync(_ name: String, overlap: Duration) async throws -> SyncState {
+                let target = try SoqlSyncDownTarget(
+                    client: f.client, query: "SELECT Id, Name FROM Account", overlap: overlap)
+                let sync = try await f.manager.syncDown(target: target, soupName: name, name: name)
+                return try #require(await f.manager.waitForSync(id: sync.id))
+            }
+            let narrow = try await sync("narrow", overlap: .seconds(5))
+            let wide = try await sync("wide", overlap: .seconds(120))
+            try await f.client.adminCommitTransaction(late.id)
+            for state in [narrow, wide] {
+                _ = try await f.manager.reSync(id: state.id)
+                #expect(await f.manager.waitForSync(id: state.id)?.status == .done)
+            }
+            // Five seconds of overlap do not reach a commit a minute late; two minutes do.
+            #expect(try f.local("narrow")[ids[3]]?["Name"] != "a minute late")
+            #expect(try f.local("wide")[ids[3]]?["Name"] == "a minute late")
         }
     }
 

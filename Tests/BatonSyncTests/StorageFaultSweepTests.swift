@@ -32,6 +32,7 @@ struct StorageFaultSweepTests {
             let mutant = SyncHooks(pageWillSave: { committed, next in committed = next })
             let (violations, _) = try await sweep.sweep(Self.syncDown, hooks: mutant)
             #expect(violations.contains { $0.contains("maxTimeStamp") })
+            #expect(violations.contains { $0.contains("resume point") })
             #expect(violations.contains { $0.contains("missing on the store") })
         }
     }
@@ -269,6 +270,11 @@ struct FaultCase: Sendable {
         if state.maxTimeStamp > newest {
             violations.append(
                 "\(when): maxTimeStamp \(state.maxTimeStamp) is past the newest committed record (\(newest))")
+        }
+        // The resume point: a run resumes after this id, so it must be one that committed.
+        let savedIds = Set(records.compactMap { $0["Id"]?.stringValue })
+        if let afterId = state.position.run?.afterId, !savedIds.contains(afterId) {
+            violations.append("\(when): the resume point \(afterId) is past what committed")
         }
         if state.status != .done, state.totalSize > 0, state.progress > records.count * 100 / state.totalSize
         {

@@ -140,8 +140,13 @@ struct SyncDownPositionTests {
         /// Mobile Sync 7.1 after a stop: the next run asks `>=` its mark.
         var resuming = false
         let mobileSync71: Bool
+        /// The overlap the device's rule assumes.
+        let overlap: Duration
 
-        init(mobileSync71: Bool = false) { self.mobileSync71 = mobileSync71 }
+        init(mobileSync71: Bool = false, overlap: Duration = SyncDownPositionTests.overlap) {
+            self.mobileSync71 = mobileSync71
+            self.overlap = overlap
+        }
 
         /// Starts (or resumes) a run: reads the server's time, then the query's ids.
         mutating func start(_ org: inout Org) {
@@ -172,7 +177,7 @@ struct SyncDownPositionTests {
             remaining = ids
             guard ids.isEmpty else { return false }
             remaining = nil
-            position = position.completed(overlap: SyncDownPositionTests.overlap)
+            position = position.completed(overlap: overlap)
             return true
         }
 
@@ -192,10 +197,12 @@ struct SyncDownPositionTests {
     /// One simulated day: edits (some in transactions that commit late, within the overlap),
     /// runs paged, stopped and resumed at random; then the edits stop, everything commits, and
     /// two more runs complete. The invariant is checked whenever a run completes.
-    static func day(seed: UInt64, mobileSync71: Bool = false) -> (stale: [String], invariantBroken: Bool) {
+    static func day(seed: UInt64, mobileSync71: Bool = false, deviceOverlap: Duration = overlap) -> (
+        stale: [String], invariantBroken: Bool
+    ) {
         var rng = SplitMix64(seed: seed)
         var org = Org()
-        var device = Device(mobileSync71: mobileSync71)
+        var device = Device(mobileSync71: mobileSync71, overlap: deviceOverlap)
         var broken = false
         org.transaction(edits: 0, creates: rng.int(20...60), lateBy: 0, rng: &rng)
         org.advance(Int64(rng.int(0...3000)))
@@ -245,6 +252,15 @@ struct SyncDownPositionTests {
             #expect(stale.isEmpty, "seed \(seed): stale \(stale)")
             #expect(!broken, "seed \(seed): a record outside the store was stamped before the lower bound")
         }
+    }
+
+    @Test("an overlap shorter than the longest transaction leaves records stale on some of the same days")
+    func shortOverlapMisses() {
+        // The org's transactions commit up to 10 minutes late; the device assumes 5.
+        let missed = (UInt64(1)...300).filter {
+            !Self.day(seed: $0, deviceOverlap: .seconds(300)).stale.isEmpty
+        }
+        #expect(!missed.isEmpty)
     }
 
     @Test("Mobile Sync 7.1's rule (> the newest stamp) leaves records stale on the same days")

@@ -39,10 +39,10 @@ public struct ParticipantConfiguration: Sendable {
     /// How long a stop may take before the statement in flight is interrupted.
     public var stopDeadline: Duration
     /// How long a stop lets a page being saved run on before it ends the save at the next
-    /// record (``SyncManager/endPageSaveEarly()``): a sorted sync keeps the records saved so
-    /// far, and its restart fetches the rest of the page again. `nil` (the default) finishes the
-    /// page, as Mobile Sync does, within ``stopDeadline``. A short grace hands the lease over
-    /// sooner for up to one more page fetched again.
+    /// record (``SyncManager/endPageSaveEarly()``): a sync that resumes by id keeps the records
+    /// saved so far, and its restart fetches the rest of the page. `nil` (the default) finishes
+    /// the page, as Mobile Sync does, within ``stopDeadline``. A short grace hands the lease over
+    /// sooner.
     public var saveGrace: Duration?
     /// While writer, a configured sync that fails is run again after this delay, doubling on
     /// each failure in a row up to ``maxRetryDelay``; `nil` never retries.

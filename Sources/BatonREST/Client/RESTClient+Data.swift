@@ -81,6 +81,14 @@ extension RESTClient {
             try await send(.GET, nextRecordsUrl, headers: headers, idempotent: true, shape: .queryPage))
     }
 
+    /// The server's clock, read from the `Date` of its answer to `GET /services/data/vNN.0` (the
+    /// version's resources: no records, no object touched); nil when it sent no `Date`.
+    ///
+    /// - Throws: ``RESTError``; a server that does not route the call answers `404`.
+    public func serverTime() async throws -> Int64? {
+        try await send(.GET, apiPath, idempotent: true).serverTime
+    }
+
     /// Every page of `soql`, fetched one at a time as the sequence is iterated.
     public func query(_ soql: String, batchSize: Int? = nil) -> QueryPages {
         QueryPages(client: self, soql: soql, batchSize: batchSize)

@@ -202,7 +202,8 @@ public struct ParentChildrenSyncDownTarget: SyncDownTarget {
     /// Reads the server's clock (see ``SoqlSyncDownTarget``), then starts the query.
     public func startFetch(_ start: FetchStart) async throws -> SyncDownPage {
         let serverTime = try await TargetSupport.serverTime(
-            of: parentInfo.sobjectType, field: parentInfo.modificationDateFieldName, client: client)
+            of: parentInfo.sobjectType, field: parentInfo.modificationDateFieldName,
+            condition: parentSoqlFilter, client: client)
         let page = try await client.queryFirstPage(
             query(start), batchSize: min(batchSize ?? 2000, SoqlSyncDownTarget.firstPageSize))
         return SyncDownPage(

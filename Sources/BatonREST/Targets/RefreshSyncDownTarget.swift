@@ -58,22 +58,26 @@ public struct RefreshSyncDownTarget: SyncDownTarget {
         return object
     }
 
-    /// The run's state between pages, in ``SyncDownPage/next``: `PAGE:MODIFIEDSINCE` (-1: all).
+    /// The run's state between pages, in ``SyncDownPage/next``: `MODIFIEDSINCE:LASTID` (-1: all).
+    /// The soup is read in id order after the last id asked for, so entries an app adds or
+    /// removes meanwhile shift nothing: no id is skipped.
     struct Position {
-        var page: Int
         var modifiedSince: Int64?
+        /// The last server id already asked for; nil before the first batch.
+        var afterId: String?
 
-        var text: String { "\(page):\(modifiedSince ?? -1)" }
+        var text: String { "\(modifiedSince ?? -1):\(afterId ?? "")" }
 
-        init(page: Int, modifiedSince: Int64?) {
-            self.page = page
+        init(modifiedSince: Int64?, afterId: String?) {
             self.modifiedSince = modifiedSince
+            self.afterId = afterId
         }
 
         init?(_ text: String) {
-            let parts = text.split(separator: ":")
-            guard parts.count == 2, let page = Int(parts[0]), let since = Int64(parts[1]) else { return nil }
-            self.init(page: page, modifiedSince: since < 0 ? nil : since)
+            let parts = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, let since = Int64(parts[0]) else { return nil }
+            self.init(
+                modifiedSince: since < 0 ? nil : since, afterId: parts[1].isEmpty ? nil : String(parts[1]))
         }
     }
 
@@ -85,8 +89,8 @@ public struct RefreshSyncDownTarget: SyncDownTarget {
             try reader.soupIfExists(soup) != nil ? reader.count(in: soup) : 0
         }
         let serverTime = try await TargetSupport.serverTime(
-            of: objectType, field: modificationDateFieldName, client: client)
-        var page = try await fetch(Position(page: 0, modifiedSince: start.modifiedSince), total: total)
+            of: objectType, field: modificationDateFieldName, condition: nil, client: client)
+        var page = try await fetch(Position(modifiedSince: start.modifiedSince, afterId: nil), total: total)
         page.serverTime = serverTime
         return page
     }
@@ -96,19 +100,24 @@ public struct RefreshSyncDownTarget: SyncDownTarget {
         return try await fetch(position, total: page.totalSize)
     }
 
-    /// Page `position.page` of the soup's ids, fetched from the server.
+    /// The soup's next `countIdsPerSoql` server ids after `position.afterId`, fetched from the
+    /// server.
     func fetch(_ position: Position, total: Int) async throws -> SyncDownPage {
         let store = try requireStore()
         let (soup, idField, size) = (soupName, idFieldName, countIdsPerSoql)
-        let ids = try await store.read { reader -> [String] in
-            guard try reader.soupIfExists(soup) != nil else { return [] }
-            return try reader.query(
-                SoupQuery(orderBy: [.init(idField)]).page(position.page, size: size), in: soup
-            ).compactMap { $0.record[idField]?.stringValue }
+        let after = position.afterId
+        let (ids, more) = try await store.read { reader -> ([String], Bool) in
+            guard try reader.soupIfExists(soup) != nil else { return ([], false) }
+            // The range is inclusive (the last id asked for comes back, and is dropped), and one
+            // more than a batch says whether another batch follows.
+            let query = SoupQuery(
+                where: [.range(idField, from: .string(after ?? ""), to: nil)], orderBy: [.init(idField)],
+                limit: size + 2)
+            let found = try reader.query(query, in: soup).compactMap { $0.record[idField]?.stringValue }
+                .filter { $0 != after }
+            return (Array(found.prefix(size)), found.count > size)
         }
-        let more = (position.page + 1) * size < total
-        var next = position
-        next.page += 1
+        let next = Position(modifiedSince: position.modifiedSince, afterId: ids.last)
         var records: [JSONObject] = []
         if !ids.isEmpty {
             var query = TargetSupport.idQuery(fields: fieldlist, of: objectType, ids: ids, idField: idField)
@@ -147,14 +156,25 @@ public struct RefreshSyncDownTarget: SyncDownTarget {
 }
 
 extension TargetSupport {
-    /// The server's clock before a fetch's query: the `Date` of the answer to
-    /// `SELECT MAX(field) FROM type` (one aggregate row, no records), or, from a server that
-    /// sends no `Date`, that newest stamp (no later than its clock); nil when it tells neither.
-    static func serverTime(of type: String, field: String, client: RESTClient) async throws -> Int64? {
-        let page = try await client.queryFirstPage(
-            SOQLQuery(fields: [.aggregate(.max, field)], object: type).soql)
-        if let time = page.serverTime { return time }
-        return page.records.first?["expr0"]?.stringValue.flatMap(DateTimeLiteral.milliseconds)
+    /// The server's clock before a fetch's query (``SyncDownPosition``): the `Date` of the
+    /// server's answer to `GET /services/data/vNN.0`, which touches no object (some objects
+    /// refuse a query without a filter). A server that sends no `Date`, or does not route that
+    /// call, is asked for its newest stamp of what the target selects instead
+    /// (`SELECT MAX(field) FROM type WHERE condition`, one aggregate row, no records), which is no
+    /// later than its clock; nil when it tells neither.
+    static func serverTime(of type: String, field: String, condition: String?, client: RESTClient)
+        async throws -> Int64?
+    {
+        do {
+            if let time = try await client.serverTime() { return time }
+        } catch let error as RESTError where [404, 405].contains(error.status ?? 0) {
+            // Not routed there: the aggregate below.
+        }
+        var soql = SOQLQuery(fields: [.aggregate(.max, field)], object: type).soql
+        if let condition { soql += " WHERE \(condition)" }
+        let page = try await client.queryFirstPage(soql)
+        return page.serverTime
+            ?? page.records.first?["expr0"]?.stringValue.flatMap(DateTimeLiteral.milliseconds)
     }
 
     /// An overlap a target accepts: whole seconds, from none to a day.

@@ -104,11 +104,17 @@ public struct SoqlSyncDownTarget: SyncDownTarget {
     /// resume; later pages ask for ``batchSize``.
     public static let firstPageSize = 200
 
-    /// Reads the server's clock first (``TargetSupport/serverTime(of:field:client:)``, one
-    /// aggregate request, no records), then starts the query.
+    /// Reads the server's clock first (one request, no records), then starts the query. A query
+    /// with LIMIT or OFFSET selects a window, not every record modified since: its runs do not
+    /// read the clock, so the next run starts where this one did and asks for the window again.
     public func startFetch(_ start: FetchStart) async throws -> SyncDownPage {
-        let serverTime = try await TargetSupport.serverTime(
-            of: parsed.object, field: modificationDateFieldName, client: client)
+        let windowed = parsed.limit != nil || parsed.offset != nil
+        let serverTime =
+            windowed
+            ? nil
+            : try await TargetSupport.serverTime(
+                of: parsed.object, field: modificationDateFieldName, condition: parsed.condition?.soql,
+                client: client)
         let page = try await client.queryFirstPage(
             query(start).soql, batchSize: min(batchSize ?? 2000, Self.firstPageSize))
         return SyncDownPage(

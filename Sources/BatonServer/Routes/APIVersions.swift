@@ -35,6 +35,18 @@ enum APIVersions {
     }
 }
 
+extension APIVersions {
+    /// The `GET /services/data/vNN.0` body: the resources this server routes under the version,
+    /// as Salesforce lists its own there.
+    static func resources(_ apiPath: String) -> JSONValue {
+        .object(
+            JSONObject(
+                uniqueKeysWithValues: ["sobjects", "query", "search", "composite", "ui-api"].map {
+                    ($0, JSONValue.string("\(apiPath)/\($0)"))
+                }))
+    }
+}
+
 /// Answers `NOT_FOUND` for a version segment the server does not route.
 struct APIVersionMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)

@@ -148,8 +148,8 @@ enum StoreMigrations {
         }
         // A sync down's position (`SyncDownPosition` in BatonSync): the lower bound of its next
         // fetch, and the server time and last id of the run in progress. Rows already there keep
-        // NULL, which says they were written before positions (BatonSync derives one from their
-        // maxTimeStamp); no row is rewritten.
+        // NULL, which says they were written before positions (BatonSync's next run of such a
+        // sync fetches every record once); no row is rewritten.
         migrator.registerMigration("v6-sync-down-position") { db in
             try db.execute(
                 sql: """

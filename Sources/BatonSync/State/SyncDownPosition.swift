@@ -43,6 +43,7 @@ public struct SyncDownPosition: Sendable, Hashable {
         /// run asks for the records after it.
         public var afterId: String?
 
+        /// A run that started at `serverTime` and saved records up to `afterId`.
         public init(serverTime: Int64?, afterId: String? = nil) {
             self.serverTime = serverTime
             self.afterId = afterId
@@ -53,6 +54,7 @@ public struct SyncDownPosition: Sendable, Hashable {
     /// transaction's execution time is 10 minutes, and a Bulk API batch's processing time too).
     public static let defaultOverlap: Duration = .seconds(600)
 
+    /// A position: `modifiedSince` nil for a sync that has fetched nothing yet.
     public init(modifiedSince: Int64? = nil, run: Run? = nil) {
         self.modifiedSince = modifiedSince
         self.run = run
@@ -104,6 +106,7 @@ public struct FetchStart: Sendable, Hashable {
     /// first.
     public var afterId: String?
 
+    /// What to fetch: records stamped at or after `modifiedSince`, after `afterId`.
     public init(modifiedSince: Int64? = nil, afterId: String? = nil) {
         self.modifiedSince = modifiedSince
         self.afterId = afterId

@@ -90,13 +90,13 @@ public struct SyncState: Sendable, Hashable, Encodable {
         position = Self.position(of: row)
     }
 
-    /// The row's position; one written before positions existed starts one overlap before its
-    /// maxTimeStamp (what Mobile Sync's `>` missed is within it), with no run in progress.
+    /// The row's position. A row written before positions existed may hide edits its earlier
+    /// runs' `>` missed, at any stamp: its next run asks for every record stamped since 1970
+    /// (each one once), merged as the incremental run it is (a local change whose server copy
+    /// has not moved stays), with no run in progress.
     static func position(of row: SyncStateRow) -> SyncDownPosition {
         guard let since = row.modifiedSince else {
-            guard row.maxTimeStamp >= 0 else { return SyncDownPosition() }
-            return SyncDownPosition(
-                modifiedSince: max(0, row.maxTimeStamp - SyncDownPosition.defaultOverlap.inWholeMilliseconds))
+            return SyncDownPosition(modifiedSince: row.maxTimeStamp >= 0 ? 0 : nil)
         }
         let run = row.runServerTime.map {
             SyncDownPosition.Run(serverTime: $0 < 0 ? nil : $0, afterId: row.resumeAfterId)

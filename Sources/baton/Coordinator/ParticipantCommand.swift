@@ -76,7 +76,7 @@ struct ParticipantCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("save-grace"),
         help:
-            "Seconds a stop lets the page being saved run on before it ends the save at the next record: a sorted sync keeps what it saved and its restart fetches the rest of the page again. 0 hands the lease over without waiting for a save; by default the page is finished (within --stop-deadline)."
+            "Seconds a stop lets the page being saved run on before it ends the save at the next record: a sync that resumes by id keeps what it saved and its restart fetches the rest of the page. 0 hands the lease over without waiting for a save; by default the page is finished (within --stop-deadline)."
     )
     var saveGrace: Double?
     @Option(
