@@ -165,7 +165,6 @@ public struct ReferenceServer: Sendable {
             stats: stats)
         router.get("services/data") { _, _ in Response.json(.ok, APIVersions.listing) }
         let versioned = router.group("services/data/:version").add(middleware: APIVersionMiddleware())
-        versioned.get { _, context in Response.json(.ok, APIVersions.resources(context.apiPath)) }
         data.register(on: versioned)
         CompositeRoutes(storage: storage, data: data).register(on: versioned)
         DescribeRoutes(storage: storage, data: data).register(on: versioned)

@@ -12,6 +12,10 @@ struct DataRoutes: Sendable {
     let stats: ServerStats
 
     func register<Context: RequestContext>(on group: RouterGroup<Context>) {
+        // The version's resources: an API call like the others (faults apply), touching no data.
+        group.get { _, context -> Response in
+            try await withFaults(isWrite: false) { .json(.ok, APIVersions.resources(context.apiPath)) }
+        }
         group.get("query") { request, context -> Response in
             try await withFaults(isWrite: false) {
                 guard let soql = Self.formParameter("q", in: request.uri.query), !soql.isEmpty else {
