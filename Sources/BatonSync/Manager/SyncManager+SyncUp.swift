@@ -2,11 +2,6 @@ import BatonStore
 import Foundation
 
 extension SyncManager {
-    /// Server-managed fields never sent up.
-    static let serverFields: Set<String> = [
-        "Id", "LastModifiedDate", "SystemModstamp", "CreatedDate", "attributes",
-    ]
-
     /// Sends the soup's local changes batch by batch, checking for a stop before each batch.
     /// Creates go as upserts on a client-generated external id (saved locally first), so a
     /// crash between the server's create and the local update never makes a duplicate. A record
@@ -72,35 +67,26 @@ extension SyncManager {
             var sentRecords: [Int64: JSONObject] = [:]
             var neverSent: [Int64] = []
             for entryId in entryIds {
-                guard let entry = try transaction.entry(entryId, in: soup), LocalFlags.isDirty(entry.record)
-                else { continue }
-                var record = entry.record
-                let serverId = record[idField]?.stringValue
-                if LocalFlags.isDeleted(record) {
-                    if serverId == nil || LocalFlags.isCreated(record) {
-                        neverSent.append(entryId)
-                    } else {
-                        changes.append(
-                            LocalChange(entryId: entryId, kind: .delete, serverId: serverId, fields: [:]))
-                    }
+                guard var record = try transaction.entry(entryId, in: soup)?.record else { continue }
+                let plan = LocalChangePlan.classify(record, idField: idField, externalIdField: extField)
+                switch plan {
+                case .none: continue
+                case .drop:
+                    neverSent.append(entryId)
                     continue
+                case .create(needsExternalId: true):
+                    record[extField] = .string(UUID().uuidString)
+                    try transaction.upsert(record, into: soup, entryId: entryId)
+                case .create, .update, .delete: break
                 }
-                if LocalFlags.isCreated(record) || serverId == nil {
-                    if record[extField]?.stringValue == nil {
-                        record[extField] = .string(UUID().uuidString)
-                        try transaction.upsert(record, into: soup, entryId: entryId)
-                    }
-                    changes.append(
-                        LocalChange(
-                            entryId: entryId, kind: .create, serverId: nil,
-                            fields: Self.outgoing(record, createFields, extField)))
-                } else {
-                    changes.append(
-                        LocalChange(
-                            entryId: entryId, kind: .update, serverId: serverId,
-                            fields: Self.outgoing(record, updateFields, nil)))
-                }
-                sentRecords[entryId] = record
+                guard
+                    let change = plan.change(
+                        entryId: entryId, record: record, externalIdField: extField,
+                        createFields: createFields,
+                        updateFields: updateFields)
+                else { continue }
+                changes.append(change)
+                if change.kind != .delete { sentRecords[entryId] = record }
             }
             try transaction.delete(entryIds: neverSent, from: soup)
             return (changes, sentRecords)
@@ -178,7 +164,7 @@ extension SyncManager {
                     again.append(
                         LocalChange(
                             entryId: change.entryId, kind: .create, serverId: nil,
-                            fields: Self.outgoing(record, createFields, extField)))
+                            fields: LocalChangePlan.outgoing(record, createFields, extField)))
                     resent[change.entryId] = record
                 }
                 return (again, resent)
@@ -277,16 +263,5 @@ extension SyncManager {
         }
         try transaction.upsert(acknowledged, into: soup, entryId: entryId)
         try transaction.delete(entryIds: copies.map(\.entryId), from: soup)
-    }
-
-    /// The fields to send: no local flags, no server-managed fields, only `fieldlist` if given.
-    static func outgoing(_ record: JSONObject, _ fieldlist: [String]?, _ extField: String?) -> JSONObject {
-        var fields: JSONObject = [:]
-        for (key, value) in record
-        where !key.hasPrefix("__") && !key.hasPrefix("_soup") && !serverFields.contains(key) {
-            if let fieldlist, !fieldlist.contains(key), key != extField { continue }
-            fields[key] = value
-        }
-        return fields
     }
 }

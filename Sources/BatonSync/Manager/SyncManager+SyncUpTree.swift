@@ -54,61 +54,51 @@ extension SyncManager {
                 : try transaction.query(
                     SoupQuery(where: [.exact(children.parentIdFieldName, localId!)]), in: children.soupName)
             let parentCreated = LocalFlags.isCreated(parent) || localId?.stringValue == nil
-            if LocalFlags.isDeleted(parent), parentCreated {
+            // A parent never on the server is sent (created) whether or not it is flagged dirty.
+            let parentPlan = LocalChangePlan.classify(
+                parent, idField: idField, externalIdField: extField, takenAlong: parentCreated)
+            switch parentPlan {
+            case .drop:
                 // Never on the server: it and its children go, locally only.
                 try transaction.delete(entryIds: [parentEntryId], from: soup)
                 try transaction.delete(entryIds: childEntries.map(\.entryId), from: children.soupName)
                 return nil
-            }
-            if parentCreated, parent[extField]?.stringValue == nil {
+            case .create(needsExternalId: true):
                 parent[extField] = .string(UUID().uuidString)
                 try transaction.upsert(parent, into: soup, entryId: parentEntryId)
+            case .none, .create, .update, .delete: break
             }
-            var parentChange: LocalChange?
-            if LocalFlags.isDirty(parent) || parentCreated {
-                let kind: LocalChange.Kind =
-                    LocalFlags.isDeleted(parent) ? .delete : parentCreated ? .create : .update
-                parentChange = LocalChange(
-                    entryId: parentEntryId, kind: kind, serverId: parentCreated ? nil : localId?.stringValue,
-                    fields: kind == .delete
-                        ? [:]
-                        : Self.outgoing(
-                            parent, kind == .create ? parentCreateFields : parentUpdateFields,
-                            kind == .create ? extField : nil))
-            }
+            let parentChange = parentPlan.change(
+                entryId: parentEntryId, record: parent, externalIdField: extField,
+                createFields: parentCreateFields, updateFields: parentUpdateFields)
             var childChanges: [LocalChange] = []
             var sentChildren: [Int64: JSONObject] = [:]
             if !(masterDetail && parentChange?.kind == .delete) {
                 for index in childEntries.indices {
                     var child = childEntries[index].record
                     let entryId = childEntries[index].entryId
-                    let childCreated =
-                        LocalFlags.isCreated(child) || child[children.idFieldName]?.stringValue == nil
-                    if LocalFlags.isDeleted(child), childCreated {
+                    // A created parent takes all its children along, to link them to its new id.
+                    let plan = LocalChangePlan.classify(
+                        child, idField: children.idFieldName, externalIdField: extField,
+                        takenAlong: parentCreated)
+                    switch plan {
+                    case .none: continue
+                    case .drop:
                         try transaction.delete(entryIds: [entryId], from: children.soupName)
                         continue
-                    }
-                    // A created parent takes all its children along, to link them to its new id.
-                    guard LocalFlags.isDirty(child) || parentCreated else { continue }
-                    if childCreated, child[extField]?.stringValue == nil {
+                    case .create(needsExternalId: true):
                         child[extField] = .string(UUID().uuidString)
                         try transaction.upsert(child, into: children.soupName, entryId: entryId)
                         childEntries[index].record = child
+                    case .create, .update, .delete: break
                     }
-                    let kind: LocalChange.Kind =
-                        LocalFlags.isDeleted(child) ? .delete : childCreated ? .create : .update
-                    var fields =
-                        kind == .delete
-                        ? [:]
-                        : Self.outgoing(
-                            child, kind == .create ? childCreateFields : childUpdateFields,
-                            kind == .create ? extField : nil)
-                    fields[children.parentIdFieldName] = nil  // the target links it to the parent
-                    childChanges.append(
-                        LocalChange(
-                            entryId: entryId, kind: kind,
-                            serverId: childCreated ? nil : child[children.idFieldName]?.stringValue,
-                            fields: fields))
+                    guard
+                        var change = plan.change(
+                            entryId: entryId, record: child, externalIdField: extField,
+                            createFields: childCreateFields, updateFields: childUpdateFields)
+                    else { continue }
+                    change.fields[children.parentIdFieldName] = nil  // the target links it to the parent
+                    childChanges.append(change)
                     sentChildren[entryId] = child
                 }
             }
