@@ -2,7 +2,7 @@ import BatonStore
 
 extension ParticipantMachine {
     /// What keeps the participant from its work now; its ``description`` is the published text.
-    public enum Problem: Sendable, Hashable, CustomStringConvertible {
+    package enum Problem: Sendable, Hashable, CustomStringConvertible {
         /// Taking the lease failed (its record in the store could not be written).
         case leaseRecordFailed(String)
         /// Holding the lease, the syncs could not be started.
@@ -13,7 +13,7 @@ extension ParticipantMachine {
         /// holder and the remedy).
         case takeoverBlocked(String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .leaseRecordFailed(let reason): "could not record the writer lease (\(reason)); trying again"
             case .writerStartFailed(let error): "could not start syncs as writer (\(error)); trying again"
@@ -24,7 +24,7 @@ extension ParticipantMachine {
     }
 
     /// What is tried again, after a pause that doubles, when it failed on a storage error.
-    public enum Recovery: String, Sendable, Hashable, CaseIterable {
+    package enum Recovery: String, Sendable, Hashable, CaseIterable {
         /// Taking the lease.
         case lease
         /// Starting the syncs as writer.
@@ -39,9 +39,9 @@ extension ParticipantMachine {
     /// A timer the machine asked for (only the machine makes one). The serial makes each
     /// scheduling unique, so a timer that fires after it was cancelled (or replaced) is
     /// recognised and ignored.
-    public struct TimerID: Sendable, Hashable, CustomStringConvertible {
+    package struct TimerID: Sendable, Hashable, CustomStringConvertible {
         /// What the timer is for.
-        public enum Kind: Sendable, Hashable {
+        package enum Kind: Sendable, Hashable {
             /// Run a failed configured sync again.
             case retry(String)
             /// Try a failed step again.
@@ -49,16 +49,16 @@ extension ParticipantMachine {
         }
 
         /// What the timer is for.
-        public let kind: Kind
+        package let kind: Kind
         /// Unique among this machine's timers.
-        public let serial: Int
+        package let serial: Int
 
         init(_ kind: Kind, serial: Int) {
             self.kind = kind
             self.serial = serial
         }
 
-        public var description: String {
+        package var description: String {
             switch kind {
             case .retry(let name): "retry(\(name))#\(serial)"
             case .recovery(let recovery): "recovery(\(recovery.rawValue))#\(serial)"
@@ -68,7 +68,7 @@ extension ParticipantMachine {
 
     /// The configured syncs that failed and wait for their next attempt (or are in it), by
     /// name: what the status publishes.
-    public var retrying: [SyncRetry] {
+    package var retrying: [SyncRetry] {
         retries.compactMap { name, state in
             state.pending.map {
                 SyncRetry(
@@ -78,21 +78,21 @@ extension ParticipantMachine {
     }
 
     /// Every timer scheduled and neither fired nor cancelled.
-    public var pendingTimers: Set<TimerID> {
+    package var pendingTimers: Set<TimerID> {
         var timers = Set(retries.values.compactMap { $0.pending?.timer })
         for state in recoveries.values { if let timer = state.timer { timers.insert(timer) } }
         return timers
     }
 
     /// Failures in a row of the configured sync `name` (0 once it is `done`).
-    public func failures(of name: String) -> Int { retries[name]?.failures ?? 0 }
+    package func failures(of name: String) -> Int { retries[name]?.failures ?? 0 }
 
     /// Recoveries of `recovery` scheduled in a row (0 once the step succeeds).
-    public func failures(of recovery: Recovery) -> Int { recoveries[recovery]?.failures ?? 0 }
+    package func failures(of recovery: Recovery) -> Int { recoveries[recovery]?.failures ?? 0 }
 
     /// `base` doubled for each failure in a row before `attempt`, up to `max` (the shift stops
     /// at 16 so that it cannot overflow).
-    public static func backoff(_ base: Duration, attempt: Int, max: Duration) -> Duration {
+    package static func backoff(_ base: Duration, attempt: Int, max: Duration) -> Duration {
         Swift.min(base * (1 << Swift.min(Swift.max(attempt - 1, 0), 16)), max)
     }
 

@@ -2,7 +2,7 @@ import BatonSync
 
 extension ParticipantMachine {
     /// What the participant logs (and broadcasts, where a ``ParticipantEvent`` says the same).
-    public enum Note: Sendable, Hashable {
+    package enum Note: Sendable, Hashable {
         /// The lifecycle signal changed: `ParticipantEvent.lifecycle`.
         case lifecycle(Lifecycle)
         /// The lifecycle file cannot be read as a signal, for this reason (said once per
@@ -36,7 +36,7 @@ extension ParticipantMachine {
 
     /// What the participant must do. Those marked "→" end with the event(s) named, which the
     /// participant feeds back before it carries out the next action.
-    public enum Action: Sendable, Hashable {
+    package enum Action: Sendable, Hashable {
         /// Write the status file from this machine's state. The write may end after the
         /// actions that follow (the participant writes off its loop, newest state first); it
         /// is on disk before `startAcquiring` and `exit` are carried out. Later `published` or
@@ -85,7 +85,7 @@ extension ParticipantMachine {
     }
 
     /// What happened, as the participant saw it.
-    public enum Event: Sendable, Hashable {
+    package enum Event: Sendable, Hashable {
         /// The lifecycle signal says this (level-triggered: fed on every valid read).
         case lifecycle(Lifecycle)
         /// The lifecycle file could not be read as a signal (empty, junk, a symlink, too big),

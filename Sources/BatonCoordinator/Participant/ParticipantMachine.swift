@@ -18,10 +18,10 @@ import BatonSync
 /// var machine = ParticipantMachine<WriterLease.Held>(configuration)
 /// for action in machine.handle(.lifecycle(.foreground)) { ... }  // publish, startAcquiring
 /// ```
-public struct ParticipantMachine<Lease: Sendable & Hashable>: Sendable, Hashable {
+package struct ParticipantMachine<Lease: Sendable & Hashable>: Sendable, Hashable {
     /// Where the participant is with respect to the writer lease. The lease held is the
     /// associated value, so a phase and the lease can never disagree.
-    public enum Phase: Sendable, Hashable {
+    package enum Phase: Sendable, Hashable {
         /// Not writing and not asking to.
         case background
         /// Foreground, waiting for the lease: a wait is under way, or (after a failed take) the
@@ -39,7 +39,7 @@ public struct ParticipantMachine<Lease: Sendable & Hashable>: Sendable, Hashable
 
         /// The published name (`background`, `waiting`, `writer`, `releasing`, `fenced`,
         /// `finished`).
-        public var name: ParticipantPhase {
+        package var name: ParticipantPhase {
             switch self {
             case .background: .background
             case .waiting: .waitingForLease
@@ -51,7 +51,7 @@ public struct ParticipantMachine<Lease: Sendable & Hashable>: Sendable, Hashable
         }
 
         /// The lease held in this phase: exactly in `writer`, `releasing` and `fenced`.
-        public var lease: Lease? {
+        package var lease: Lease? {
             switch self {
             case .writer(let lease): lease
             case .releasing(let release), .fenced(let release): release.lease
@@ -61,14 +61,14 @@ public struct ParticipantMachine<Lease: Sendable & Hashable>: Sendable, Hashable
     }
 
     /// A hand-over under way.
-    public struct Release: Sendable, Hashable {
+    package struct Release: Sendable, Hashable {
         /// The lease being handed over.
-        public let lease: Lease
+        package let lease: Lease
         /// Why (recorded with the release, even when the holding is fenced meanwhile).
-        public let reason: ReleaseReason
+        package let reason: ReleaseReason
         /// Set once the syncs have stopped: when their stop began (monotonic ms, for the
         /// release's duration). Nil while they stop.
-        public internal(set) var stopBegan: Double?
+        package internal(set) var stopBegan: Double?
 
         init(lease: Lease, reason: ReleaseReason, stopBegan: Double? = nil) {
             self.lease = lease
@@ -100,53 +100,53 @@ public struct ParticipantMachine<Lease: Sendable & Hashable>: Sendable, Hashable
     }
 
     /// The names of the configured syncs (events about others are ignored).
-    public let configuredSyncs: Set<String>
+    package let configuredSyncs: Set<String>
     /// A failed configured sync runs again after this, doubling per failure in a row; nil:
     /// never retried. Recoveries start from it too (500 ms when nil).
-    public let retryDelay: Duration?
+    package let retryDelay: Duration?
     /// The longest pause of a retry or a recovery.
-    public let maxRetryDelay: Duration
+    package let maxRetryDelay: Duration
 
     /// Where the participant is, with the lease it holds.
-    public internal(set) var phase: Phase = .background
+    package internal(set) var phase: Phase = .background
     /// What the lifecycle signal last said.
-    public internal(set) var desired: Lifecycle = .background
+    package internal(set) var desired: Lifecycle = .background
     /// A shutdown was asked for: nothing new starts; it finishes once the lease is let go.
-    public internal(set) var shuttingDown = false
+    package internal(set) var shuttingDown = false
     /// What keeps the participant from its work now.
-    public internal(set) var problem: Problem?
+    package internal(set) var problem: Problem?
     /// The sync manager's state, as last fed.
-    public internal(set) var managerState: ManagerStateMachine.State?
+    package internal(set) var managerState: ManagerStateMachine.State?
     /// Local edits running under the lease (a release waits for them).
-    public internal(set) var localEdits = 0
+    package internal(set) var localEdits = 0
     /// The writer has started (its soups registered, its syncs running): local edits are
     /// admitted. True only in `writer`, from `writerStarted` until the release begins.
-    public internal(set) var admitsEdits = false
+    package internal(set) var admitsEdits = false
     var retries: [String: SyncRetries] = [:]
     var recoveries: [Recovery: RecoveryState] = [:]
     /// What the lifecycle file holds that was refused, and since when: kept (and published)
     /// until the file holds a valid signal again or is removed. The same refusal read again
     /// keeps its time and is said once.
-    public internal(set) var refusedSignal: RefusedSignal?
+    package internal(set) var refusedSignal: RefusedSignal?
     var lastTimerSerial = 0
 
     /// Makes a machine in the background, for the configured syncs of these names and these
     /// retry delays.
-    public init(configuredSyncs: some Sequence<String>, retryDelay: Duration?, maxRetryDelay: Duration) {
+    package init(configuredSyncs: some Sequence<String>, retryDelay: Duration?, maxRetryDelay: Duration) {
         self.configuredSyncs = Set(configuredSyncs)
         self.retryDelay = retryDelay
         self.maxRetryDelay = maxRetryDelay
     }
 
     /// The machine for a participant set up with `configuration`.
-    public init(_ configuration: ParticipantConfiguration) {
+    package init(_ configuration: ParticipantConfiguration) {
         self.init(
             configuredSyncs: configuration.syncs.map(\.name), retryDelay: configuration.retryDelay,
             maxRetryDelay: configuration.maxRetryDelay)
     }
 
     /// Takes `event` in and returns what to do, in order.
-    public mutating func handle(_ event: Event) -> [Action] {
+    package mutating func handle(_ event: Event) -> [Action] {
         Self.publishingOnce(take(event))
     }
 
@@ -215,7 +215,7 @@ public struct ParticipantMachine<Lease: Sendable & Hashable>: Sendable, Hashable
     /// (a release waits for it), or nil when this participant is not the writer, or is but has
     /// not started yet (its soups may not be registered). A question
     /// answered at once rather than an event: the edit cannot wait for the event loop.
-    public mutating func beginLocalEdit() -> Lease? {
+    package mutating func beginLocalEdit() -> Lease? {
         guard case .writer(let lease) = phase, admitsEdits else { return nil }
         localEdits += 1
         return lease
