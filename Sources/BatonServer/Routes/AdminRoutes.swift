@@ -13,6 +13,13 @@ struct AdminRoutes: Sendable {
     let held: HeldTransactions
 
     func register<Context: RequestContext>(on group: RouterGroup<Context>) {
+        registerRecords(on: group)
+        registerTransactions(on: group)
+        registerStatsAndFaults(on: group)
+    }
+
+    /// Seed, touch, delete, reset and list records.
+    func registerRecords<Context: RequestContext>(on group: RouterGroup<Context>) {
         group.post("seed") { request, _ -> Response in
             var request = request
             let body = try await request.jsonObjectBody()
@@ -64,6 +71,20 @@ struct AdminRoutes: Sendable {
             }
             return .json(.ok, ["deleted": .int(Int64(removed))])
         }
+        group.get("records") { request, _ -> Response in
+            let type = try storage.object(request.uri.queryParameters.get("type") ?? "").name
+            let records = try storage.read { db in
+                try Row.fetchAll(
+                    db, sql: "SELECT * FROM records WHERE type = ? ORDER BY id", arguments: [type]
+                )
+                .map { JSONValue.object(try RecordStorage.fullRecord($0)) }
+            }
+            return .json(.ok, ["records": .array(records), "totalSize": .int(Int64(records.count))])
+        }
+    }
+
+    /// Transactions held open to commit late.
+    func registerTransactions<Context: RequestContext>(on group: RouterGroup<Context>) {
         // A transaction that commits late: `POST transactions` stamps it now (on Salesforce's
         // clock) and keeps its writes back; `POST transactions/ID/commit` makes them visible;
         // `DELETE transactions/ID` drops them.
@@ -98,16 +119,10 @@ struct AdminRoutes: Sendable {
             _ = try held.take(try context.parameters.require("transaction"))
             return .json(.ok, ["rolledBack": true])
         }
-        group.get("records") { request, _ -> Response in
-            let type = try storage.object(request.uri.queryParameters.get("type") ?? "").name
-            let records = try storage.read { db in
-                try Row.fetchAll(
-                    db, sql: "SELECT * FROM records WHERE type = ? ORDER BY id", arguments: [type]
-                )
-                .map { JSONValue.object(try RecordStorage.fullRecord($0)) }
-            }
-            return .json(.ok, ["records": .array(records), "totalSize": .int(Int64(records.count))])
-        }
+    }
+
+    /// Stats and faults.
+    func registerStatsAndFaults<Context: RequestContext>(on group: RouterGroup<Context>) {
         group.get("stats") { _, _ -> Response in
             var report = stats.report
             report.records = try storage.counts()

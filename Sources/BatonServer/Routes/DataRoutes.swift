@@ -12,6 +12,12 @@ struct DataRoutes: Sendable {
     let stats: ServerStats
 
     func register<Context: RequestContext>(on group: RouterGroup<Context>) {
+        registerQueries(on: group)
+        registerRecords(on: group)
+    }
+
+    /// The version's resources, and queries with their pages.
+    func registerQueries<Context: RequestContext>(on group: RouterGroup<Context>) {
         // The version's resources: an API call like the others (faults apply), touching no data.
         group.get { _, context -> Response in
             try await withFaults(isWrite: false) { .json(.ok, APIVersions.resources(context.apiPath)) }
@@ -35,6 +41,10 @@ struct DataRoutes: Sendable {
                 )
             }
         }
+    }
+
+    /// sObject records: create, read, update, delete and upsert, by id or external id.
+    func registerRecords<Context: RequestContext>(on group: RouterGroup<Context>) {
         group.post("sobjects/:type") { request, context -> Response in
             var request = request
             let type = try storage.object(try context.parameters.require("type")).name

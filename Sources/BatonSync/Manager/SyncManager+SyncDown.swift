@@ -102,43 +102,9 @@ extension SyncManager {
         let target = try factory.syncDownTarget(from: state.target)
         let soup = state.soupName
         let idField = target.idFieldName
-        var remote = Set<String>()
-        var remoteChildren = Set<String>()
         try checkForStop(syncId)
-        if target.checksGhostsByExistence {
-            // Ask which of the sync's clean records the server still has, 500 at a time.
-            let local = try await store.read { reader -> [String] in
-                var ids: [String] = []
-                try reader.forEachPage(
-                    of: SoupQuery(where: [.exact(LocalFlags.syncId, .int(syncId))]), in: soup
-                ) { entries in
-                    for entry in entries where !LocalFlags.isDirty(entry.record) {
-                        if let id = entry.record[idField]?.stringValue { ids.append(id) }
-                    }
-                    return true
-                }
-                return ids
-            }
-            var start = 0
-            while start < local.count {
-                try checkForStop(syncId)
-                let batch = Array(local[start..<min(local.count, start + 500)])
-                start += batch.count
-                remote.formUnion(try await target.existingIds(among: batch))
-            }
-        } else {
-            var page = try await target.startRemoteIdFetch()
-            while true {
-                try checkForStop(syncId)
-                remote.formUnion(page.ids)
-                remoteChildren.formUnion(page.childIds)
-                guard let next = try await target.continueRemoteIdFetch(after: page) else { break }
-                page = next
-            }
-        }
+        let (remoteIds, remoteChildIds) = try await remoteIds(of: target, syncId: syncId, soup: soup)
         try checkForStop(syncId)
-        let remoteIds = remote
-        let remoteChildIds = remoteChildren
         let children = target.childrenSoup
         let access = try writer()
         // As Mobile Sync: a parent with a dirty child is no ghost; the count is of parents.
@@ -187,5 +153,48 @@ extension SyncManager {
                 "baton.deletedChildren": "\(deletedChildren)",
             ])
         return deleted
+    }
+
+    /// The ids the server still has among what the sync's target selects (and, for a
+    /// parent-children target, the children's), checking for a stop on every request: every
+    /// remote id of the target's query, or, for a target that tells ghosts by existence, which of
+    /// the sync's clean records the server still has, 500 at a time.
+    func remoteIds(of target: any SyncDownTarget, syncId: Int64, soup: String) async throws -> (
+        ids: Set<String>, childIds: Set<String>
+    ) {
+        var remote = Set<String>()
+        var remoteChildren = Set<String>()
+        guard target.checksGhostsByExistence else {
+            var page = try await target.startRemoteIdFetch()
+            while true {
+                try checkForStop(syncId)
+                remote.formUnion(page.ids)
+                remoteChildren.formUnion(page.childIds)
+                guard let next = try await target.continueRemoteIdFetch(after: page) else { break }
+                page = next
+            }
+            return (remote, remoteChildren)
+        }
+        let idField = target.idFieldName
+        let local = try await store.read { reader -> [String] in
+            var ids: [String] = []
+            try reader.forEachPage(of: SoupQuery(where: [.exact(LocalFlags.syncId, .int(syncId))]), in: soup)
+            {
+                entries in
+                for entry in entries where !LocalFlags.isDirty(entry.record) {
+                    if let id = entry.record[idField]?.stringValue { ids.append(id) }
+                }
+                return true
+            }
+            return ids
+        }
+        var start = 0
+        while start < local.count {
+            try checkForStop(syncId)
+            let batch = Array(local[start..<min(local.count, start + 500)])
+            start += batch.count
+            remote.formUnion(try await target.existingIds(among: batch))
+        }
+        return (remote, remoteChildren)
     }
 }
