@@ -50,18 +50,63 @@ extension SyncManager {
         }
     }
 
-    func syncUpBatch(_ entryIds: [Int64], state: SyncState, target: any SyncUpTarget) async throws {
-        let soup = state.soupName
-        let idField = target.idFieldName
-        let extField = target.externalIdFieldName
-        // Mobile Sync: the target's own list for each kind of change replaces the sync's.
-        let createFields = target.createFieldlist ?? state.options.fieldlist
-        let updateFields = target.updateFieldlist ?? state.options.fieldlist
-        let access = try writer()
+    /// The fields and names one batch of a sync up works with.
+    struct SyncUpBatch: Sendable {
+        var soup: String
+        var idField: String
+        var extField: String
+        var createFields: [String]?
+        var updateFields: [String]?
 
-        // 1. Classify; give new records their external id and drop created-then-deleted ones,
-        //    locally and durably, before anything reaches the server.
-        let (changes, classified) = try await access.write {
+        init(state: SyncState, target: any SyncUpTarget) {
+            soup = state.soupName
+            idField = target.idFieldName
+            extField = target.externalIdFieldName
+            // Mobile Sync: the target's own list for each kind of change replaces the sync's.
+            createFields = target.createFieldlist ?? state.options.fieldlist
+            updateFields = target.updateFieldlist ?? state.options.fieldlist
+        }
+    }
+
+    /// What leaveIfChanged's comparison with the server leaves to send, and why it holds the
+    /// others back.
+    struct Compared: Sendable {
+        var toSend: [LocalChange]
+        /// Records the server no longer has.
+        var serverGone: Set<Int64> = []
+        /// Records whose server copy could not be compared, with the reason.
+        var uncompared: [Int64: String] = [:]
+    }
+
+    /// One batch: classify and prepare the records (locally, durably), compare them with the
+    /// server under leaveIfChanged, send, and apply the outcomes in one transaction.
+    func syncUpBatch(_ entryIds: [Int64], state: SyncState, target: any SyncUpTarget) async throws {
+        let batch = SyncUpBatch(state: state, target: target)
+        let access = try writer()
+        let (changes, classified) = try await classify(entryIds, batch, access: access)
+        guard !changes.isEmpty else { return }
+        let compared =
+            state.mergeMode == .leaveIfChanged
+            ? try await compareWithServer(changes, batch, state: state, target: target)
+            : Compared(toSend: changes)
+        try checkForStop(state.id)
+        let (outcomes, resent) = try await send(
+            compared.toSend, batch, state: state, target: target, access: access)
+        // Each record as it was when its change was made, to tell a local edit made meanwhile.
+        let sentRecords = classified.merging(resent) { _, new in new }
+        try await applyOutcomes(
+            changes, outcomes: outcomes, sentRecords: sentRecords, compared: compared, batch, access: access)
+    }
+
+    /// Classifies the batch's records (``LocalChangePlan``); gives new records their external id
+    /// and drops created-then-deleted ones, locally and durably, before anything reaches the
+    /// server. Returns the changes and each record as it was sent.
+    func classify(_ entryIds: [Int64], _ batch: SyncUpBatch, access: WriteAccess) async throws -> (
+        [LocalChange], [Int64: JSONObject]
+    ) {
+        let (soup, idField, extField) = (batch.soup, batch.idField, batch.extField)
+        let (createFields, updateFields) = (batch.createFields, batch.updateFields)
+        return try await access.write {
             transaction -> ([LocalChange], [Int64: JSONObject]) in
             var changes: [LocalChange] = []
             var sentRecords: [Int64: JSONObject] = [:]
@@ -91,99 +136,110 @@ extension SyncManager {
             try transaction.delete(entryIds: neverSent, from: soup)
             return (changes, sentRecords)
         }
-        guard !changes.isEmpty else { return }
-        // Each record as it was when its change was made, to tell a local edit made meanwhile.
-        var sentRecords = classified
+    }
 
-        // 2. leaveIfChanged: skip records changed on the server since they were fetched. When
-        //    the server's dates cannot be fetched, the sync goes on as Mobile Sync's does: the
-        //    records it cannot compare stay dirty for the next sync up, creates go.
-        var toSend = changes
-        var serverGone: Set<Int64> = []
+    /// leaveIfChanged: holds back records changed on the server since they were fetched. When
+    /// the server's dates cannot be fetched, the sync goes on as Mobile Sync's does: the records
+    /// it cannot compare stay dirty for the next sync up, creates go.
+    func compareWithServer(
+        _ changes: [LocalChange], _ batch: SyncUpBatch, state: SyncState, target: any SyncUpTarget
+    ) async throws -> Compared {
+        let soup = batch.soup
         var uncompared: [Int64: String] = [:]
-        if state.mergeMode == .leaveIfChanged {
-            let ids = changes.compactMap(\.serverId)
-            var serverStamps: [String: Int64] = [:]
-            do {
-                if !ids.isEmpty { serverStamps = try await target.fetchModificationTimeStamps(ids: ids) }
-            } catch {
-                try checkForStop(state.id)
-                try Task.checkCancellation()
-                logger.warning(
-                    "sync up goes on without the server's modification dates; the records they were for stay dirty",
-                    metadata: [
-                        "baton.sync": "\(state.id)", "baton.records": "\(ids.count)",
-                        "baton.error": "\(error)",
-                    ])
-                for change in changes where change.serverId != nil {
-                    uncompared[change.entryId] =
-                        "not sent: the server's modification date could not be fetched (leaveIfChanged): \(error)"
-                }
-            }
-            let localStamps = try await store.read { reader -> [Int64: Int64] in
-                var stamps: [Int64: Int64] = [:]
-                for change in changes where change.serverId != nil {
-                    if let record = try reader.entry(change.entryId, in: soup)?.record,
-                        let stamp = target.modificationTimeStamp(of: record)
-                    {
-                        stamps[change.entryId] = stamp
-                    }
-                }
-                return stamps
-            }
-            toSend = changes.filter { change in
-                guard let serverId = change.serverId else { return true }
-                if uncompared[change.entryId] != nil { return false }
-                guard let serverStamp = serverStamps[serverId] else {
-                    serverGone.insert(change.entryId)
-                    return change.kind == .delete
-                }
-                return serverStamp <= (localStamps[change.entryId] ?? Int64.max)
+        let ids = changes.compactMap(\.serverId)
+        var serverStamps: [String: Int64] = [:]
+        do {
+            if !ids.isEmpty { serverStamps = try await target.fetchModificationTimeStamps(ids: ids) }
+        } catch {
+            try checkForStop(state.id)
+            try Task.checkCancellation()
+            logger.warning(
+                "sync up goes on without the server's modification dates; the records they were for stay dirty",
+                metadata: [
+                    "baton.sync": "\(state.id)", "baton.records": "\(ids.count)",
+                    "baton.error": "\(error)",
+                ])
+            for change in changes where change.serverId != nil {
+                uncompared[change.entryId] =
+                    "not sent: the server's modification date could not be fetched (leaveIfChanged): \(error)"
             }
         }
-        try checkForStop(state.id)
+        let localStamps = try await store.read { reader -> [Int64: Int64] in
+            var stamps: [Int64: Int64] = [:]
+            for change in changes where change.serverId != nil {
+                if let record = try reader.entry(change.entryId, in: soup)?.record,
+                    let stamp = target.modificationTimeStamp(of: record)
+                {
+                    stamps[change.entryId] = stamp
+                }
+            }
+            return stamps
+        }
+        var serverGone: Set<Int64> = []
+        let toSend = changes.filter { change in
+            guard let serverId = change.serverId else { return true }
+            if uncompared[change.entryId] != nil { return false }
+            guard let serverStamp = serverStamps[serverId] else {
+                serverGone.insert(change.entryId)
+                return change.kind == .delete
+            }
+            return serverStamp <= (localStamps[change.entryId] ?? Int64.max)
+        }
+        return Compared(toSend: toSend, serverGone: serverGone, uncompared: uncompared)
+    }
 
-        // 3. Send; under overwrite, updates of records deleted on the server are recreated.
+    /// Sends the changes; under overwrite, updates of records deleted on the server are created
+    /// again. Returns each record's outcome and the records sent again as creates.
+    func send(
+        _ toSend: [LocalChange], _ batch: SyncUpBatch, state: SyncState, target: any SyncUpTarget,
+        access: WriteAccess
+    ) async throws -> ([Int64: SyncUpOutcome], [Int64: JSONObject]) {
+        let (soup, extField, createFields) = (batch.soup, batch.extField, batch.createFields)
         var outcomes: [Int64: SyncUpOutcome] = [:]
         let sent = try await target.send(toSend)
         for (change, outcome) in zip(toSend, sent) { outcomes[change.entryId] = outcome }
-        if state.mergeMode == .overwrite {
-            let missing = toSend.filter { $0.kind == .update && outcomes[$0.entryId] == .missingOnServer }
-            let (recreate, resent) = try await access.write {
-                transaction -> ([LocalChange], [Int64: JSONObject]) in
-                var again: [LocalChange] = []
-                var resent: [Int64: JSONObject] = [:]
-                for change in missing {
-                    guard var record = try transaction.entry(change.entryId, in: soup)?.record else {
-                        continue
-                    }
-                    if record[extField]?.stringValue == nil {
-                        record[extField] = .string(UUID().uuidString)
-                        try transaction.upsert(record, into: soup, entryId: change.entryId)
-                    }
-                    again.append(
-                        LocalChange(
-                            entryId: change.entryId, kind: .create, serverId: nil,
-                            fields: LocalChangePlan.outgoing(record, createFields, extField)))
-                    resent[change.entryId] = record
+        guard state.mergeMode == .overwrite else { return (outcomes, [:]) }
+        let missing = toSend.filter { $0.kind == .update && outcomes[$0.entryId] == .missingOnServer }
+        let (recreate, resent) = try await access.write {
+            transaction -> ([LocalChange], [Int64: JSONObject]) in
+            var again: [LocalChange] = []
+            var resent: [Int64: JSONObject] = [:]
+            for change in missing {
+                guard var record = try transaction.entry(change.entryId, in: soup)?.record else {
+                    continue
                 }
-                return (again, resent)
+                if record[extField]?.stringValue == nil {
+                    record[extField] = .string(UUID().uuidString)
+                    try transaction.upsert(record, into: soup, entryId: change.entryId)
+                }
+                again.append(
+                    LocalChange(
+                        entryId: change.entryId, kind: .create, serverId: nil,
+                        fields: LocalChangePlan.outgoing(record, createFields, extField)))
+                resent[change.entryId] = record
             }
-            sentRecords.merge(resent) { _, new in new }
-            if !recreate.isEmpty {
-                try checkForStop(state.id)
-                for (change, outcome) in zip(recreate, try await target.send(recreate)) {
-                    outcomes[change.entryId] = outcome
-                }
+            return (again, resent)
+        }
+        if !recreate.isEmpty {
+            try checkForStop(state.id)
+            for (change, outcome) in zip(recreate, try await target.send(recreate)) {
+                outcomes[change.entryId] = outcome
             }
         }
+        return (outcomes, resent)
+    }
 
-        // 4. Apply the outcomes locally in one transaction.
+    /// Applies the outcomes locally in one transaction.
+    func applyOutcomes(
+        _ changes: [LocalChange], outcomes: [Int64: SyncUpOutcome], sentRecords: [Int64: JSONObject],
+        compared: Compared, _ batch: SyncUpBatch, access: WriteAccess
+    ) async throws {
+        let (soup, idField, extField) = (batch.soup, batch.idField, batch.extField)
         let kinds = Dictionary(uniqueKeysWithValues: changes.map { ($0.entryId, $0.kind) })
         let finalOutcomes = outcomes
         let sentAs = sentRecords
-        let gone = serverGone
-        let notCompared = uncompared
+        let gone = compared.serverGone
+        let notCompared = compared.uncompared
         try await access.write { transaction in
             for (entryId, kind) in kinds.sorted(by: { $0.key < $1.key }) {
                 guard var record = try transaction.entry(entryId, in: soup)?.record else { continue }
