@@ -19,6 +19,38 @@ extension SyncManager {
         return ids.sorted()
     }
 
+    /// What one tree's sync up works with.
+    struct TreeSync: Sendable {
+        var parentEntryId: Int64
+        var soup: String
+        var children: ChildrenSoup
+        var idField: String
+        var extField: String
+        var masterDetail: Bool
+        var overwrite: Bool
+        /// The one re-send after the server deleted a record the sync updates.
+        var again: Bool
+        var parentCreateFields: [String]?
+        var parentUpdateFields: [String]?
+        var childCreateFields: [String]?
+        var childUpdateFields: [String]?
+
+        init(_ parentEntryId: Int64, state: SyncState, target: any TreeSyncUpTarget, again: Bool) {
+            self.parentEntryId = parentEntryId
+            soup = state.soupName
+            children = target.childrenSoup
+            idField = target.idFieldName
+            extField = target.externalIdFieldName
+            masterDetail = target.deletesChildrenWithParent
+            overwrite = state.mergeMode == .overwrite
+            self.again = again
+            parentCreateFields = target.createFieldlist ?? state.options.fieldlist
+            parentUpdateFields = target.updateFieldlist ?? state.options.fieldlist
+            childCreateFields = target.childrenCreateFieldlist
+            childUpdateFields = target.childrenUpdateFieldlist
+        }
+    }
+
     /// Sends one parent with its children and saves what the server did to both soups in one
     /// transaction. As for single records, creates are upserts on a client-generated external
     /// id saved before sending, so a lost answer never makes a duplicate, and a record edited
@@ -28,23 +60,43 @@ extension SyncManager {
     ///   updates (`overwrite` recreates it, as Mobile Sync does).
     func syncUpTree(
         _ parentEntryId: Int64, state: SyncState, target: any TreeSyncUpTarget, again: Bool = false
-    )
-        async throws
-    {
-        let soup = state.soupName
-        let children = target.childrenSoup
-        let idField = target.idFieldName
-        let extField = target.externalIdFieldName
-        let masterDetail = target.deletesChildrenWithParent
-        let parentCreateFields = target.createFieldlist ?? state.options.fieldlist
-        let parentUpdateFields = target.updateFieldlist ?? state.options.fieldlist
-        let (childCreateFields, childUpdateFields) = (
-            target.childrenCreateFieldlist, target.childrenUpdateFieldlist
-        )
+    ) async throws {
+        let tree = TreeSync(parentEntryId, state: state, target: target, again: again)
         let access = try writer()
+        guard let prepared = try await prepareTree(tree, target: target, access: access),
+            prepared.parentChange != nil || !prepared.children.isEmpty
+        else { return }
+        if state.mergeMode == .leaveIfChanged {
+            guard try await treeIsCurrent(prepared, tree, state: state, target: target, access: access) else {
+                return
+            }
+        }
+        try checkForStop(state.id)
+        let outcome = try await target.sendTree(
+            TreeChange(
+                parent: prepared.parentChange, parentServerId: prepared.parentServerId,
+                children: prepared.children))
+        let recreate = try await access.write { transaction -> Bool in
+            let (parentServerId, recreateParent) = try Self.saveParentOutcome(
+                prepared, outcome, tree, in: transaction)
+            let recreateChildren = try Self.saveChildrenOutcomes(
+                prepared, outcome, parentServerId: parentServerId, tree, in: transaction)
+            return recreateParent || recreateChildren
+        }
+        if recreate { try await syncUpTree(parentEntryId, state: state, target: target, again: true) }
+    }
 
-        // 1. The tree as it is now; created records get their external id, durably, first.
-        let prepared = try await access.write { transaction -> PreparedTree? in
+    /// The tree as it is now, with the changes to send; created records get their external id,
+    /// durably, first. Nil when the parent is gone, or was never on the server and is deleted
+    /// (then it and its children go, locally only).
+    func prepareTree(_ tree: TreeSync, target: any TreeSyncUpTarget, access: WriteAccess) async throws
+        -> PreparedTree?
+    {
+        let (parentEntryId, soup, children) = (tree.parentEntryId, tree.soup, tree.children)
+        let (idField, extField, masterDetail) = (tree.idField, tree.extField, tree.masterDetail)
+        let (parentCreateFields, parentUpdateFields) = (tree.parentCreateFields, tree.parentUpdateFields)
+        let (childCreateFields, childUpdateFields) = (tree.childCreateFields, tree.childUpdateFields)
+        return try await access.write { transaction -> PreparedTree? in
             guard var parent = try transaction.entry(parentEntryId, in: soup)?.record else { return nil }
             let localId = parent[idField]
             var childEntries =
@@ -117,148 +169,163 @@ extension SyncManager {
                         }
                 })
         }
-        guard let prepared, prepared.parentChange != nil || !prepared.children.isEmpty else { return }
+    }
 
-        // 2. leaveIfChanged: the whole tree waits when the server changed any of it since it was
-        //    fetched (Mobile Sync's rule: every local child counts, changed or not).
-        if state.mergeMode == .leaveIfChanged, let parentId = prepared.parentServerId {
-            let remote: [String: Int64]
-            do {
-                remote = try await target.fetchTreeTimeStamps(parentId: parentId)
-            } catch {
-                try checkForStop(state.id)
-                try Task.checkCancellation()
-                try await markTree(
-                    prepared, soup: soup, children: children, access: access,
-                    error:
-                        "not sent: the server's modification dates could not be fetched (leaveIfChanged): \(error)"
-                )
-                return
-            }
-            var local = [
-                (
-                    parentId, target.modificationTimeStamp(of: prepared.parent),
-                    LocalFlags.isDeleted(prepared.parent)
-                )
-            ]
-            local += prepared.childStamps.map {
-                ($0.0, $0.1, $0.2 || (masterDetail && LocalFlags.isDeleted(prepared.parent)))
-            }
-            let newer = local.allSatisfy { id, stamp, deleted in
-                guard let stamp else { return true }
-                guard let server = remote[id] else { return deleted }
-                return stamp >= server
-            }
-            guard newer else { return }
+    /// leaveIfChanged: whether the tree may go. The whole tree waits when the server changed any
+    /// of it since it was fetched (Mobile Sync's rule: every local child counts, changed or not);
+    /// when the server's dates cannot be fetched, the tree is marked with why and waits.
+    func treeIsCurrent(
+        _ prepared: PreparedTree, _ tree: TreeSync, state: SyncState, target: any TreeSyncUpTarget,
+        access: WriteAccess
+    ) async throws -> Bool {
+        let (soup, children, masterDetail) = (tree.soup, tree.children, tree.masterDetail)
+        guard let parentId = prepared.parentServerId else { return true }
+        let remote: [String: Int64]
+        do {
+            remote = try await target.fetchTreeTimeStamps(parentId: parentId)
+        } catch {
+            try checkForStop(state.id)
+            try Task.checkCancellation()
+            try await markTree(
+                prepared, soup: soup, children: children, access: access,
+                error:
+                    "not sent: the server's modification dates could not be fetched (leaveIfChanged): \(error)"
+            )
+            return false
         }
-        try checkForStop(state.id)
+        var local = [
+            (
+                parentId, target.modificationTimeStamp(of: prepared.parent),
+                LocalFlags.isDeleted(prepared.parent)
+            )
+        ]
+        local += prepared.childStamps.map {
+            ($0.0, $0.1, $0.2 || (masterDetail && LocalFlags.isDeleted(prepared.parent)))
+        }
+        let newer = local.allSatisfy { id, stamp, deleted in
+            guard let stamp else { return true }
+            guard let server = remote[id] else { return deleted }
+            return stamp >= server
+        }
+        return newer
+    }
 
-        // 3. Send.
-        let outcome = try await target.sendTree(
-            TreeChange(
-                parent: prepared.parentChange, parentServerId: prepared.parentServerId,
-                children: prepared.children))
-
-        // 4. Save what the server did.
-        let overwrite = state.mergeMode == .overwrite
-        let recreate = try await access.write { transaction -> Bool in
-            var recreate = false
-            var parentServerId = prepared.parentServerId
-            if let change = prepared.parentChange, let result = outcome.parent,
-                var record = try transaction.entry(parentEntryId, in: soup)?.record
-            {
-                let editedMeanwhile = record != prepared.parent
-                switch result {
-                case .created(let serverId):
-                    parentServerId = serverId
-                    try Self.acknowledgeCreate(
-                        record, entryId: parentEntryId, serverId: serverId, idField: idField,
-                        extField: extField,
-                        soup: soup, editedMeanwhile: editedMeanwhile, in: transaction)
-                case .updated:
-                    if !editedMeanwhile {
-                        try transaction.upsert(
-                            LocalFlags.clean(record, syncId: nil), into: soup, entryId: parentEntryId)
-                    }
-                case .deleted:
-                    try Self.deleteParent(
-                        parentEntryId, record, soup: soup, children: children, masterDetail: masterDetail,
+    /// Saves what the server did with the parent; returns the parent's server id now and
+    /// whether the tree must be sent again (the server deleted the parent: under overwrite it is
+    /// created again, once).
+    static func saveParentOutcome(
+        _ prepared: PreparedTree, _ outcome: TreeOutcome, _ tree: TreeSync, in transaction: StoreTransaction
+    ) throws -> (parentServerId: String?, recreate: Bool) {
+        let (parentEntryId, soup, children) = (tree.parentEntryId, tree.soup, tree.children)
+        let (idField, extField, masterDetail) = (tree.idField, tree.extField, tree.masterDetail)
+        let (overwrite, again) = (tree.overwrite, tree.again)
+        var recreate = false
+        var parentServerId = prepared.parentServerId
+        if let change = prepared.parentChange, let result = outcome.parent,
+            var record = try transaction.entry(parentEntryId, in: soup)?.record
+        {
+            let editedMeanwhile = record != prepared.parent
+            switch result {
+            case .created(let serverId):
+                parentServerId = serverId
+                try Self.acknowledgeCreate(
+                    record, entryId: parentEntryId, serverId: serverId, idField: idField,
+                    extField: extField,
+                    soup: soup, editedMeanwhile: editedMeanwhile, in: transaction)
+            case .updated:
+                if !editedMeanwhile {
+                    try transaction.upsert(
+                        LocalFlags.clean(record, syncId: nil), into: soup, entryId: parentEntryId)
+                }
+            case .deleted:
+                try Self.deleteParent(
+                    parentEntryId, record, soup: soup, children: children, masterDetail: masterDetail,
+                    idField: idField, in: transaction)
+            case .missingOnServer where change.kind == .delete:
+                try Self.deleteParent(
+                    parentEntryId, record, soup: soup, children: children, masterDetail: masterDetail,
+                    idField: idField, in: transaction)
+            case .missingOnServer:
+                if overwrite, !again {
+                    try Self.markForRecreation(
+                        parentEntryId, soup: soup, children: children, masterDetail: masterDetail,
                         idField: idField, in: transaction)
-                case .missingOnServer where change.kind == .delete:
-                    try Self.deleteParent(
-                        parentEntryId, record, soup: soup, children: children, masterDetail: masterDetail,
-                        idField: idField, in: transaction)
-                case .missingOnServer:
-                    if overwrite, !again {
-                        try Self.markForRecreation(
-                            parentEntryId, soup: soup, children: children, masterDetail: masterDetail,
-                            idField: idField, in: transaction)
-                        recreate = true
-                    } else {
-                        record[LocalFlags.lastError] = "deleted on the server"
-                        try transaction.upsert(record, into: soup, entryId: parentEntryId)
-                    }
-                case .failed(let message):
-                    record[LocalFlags.lastError] = .string(message)
-                    try transaction.upsert(record, into: soup, entryId: parentEntryId)
-                case .parentMissing:
-                    record[LocalFlags.lastError] = "refused: a record it refers to is deleted on the server"
+                    recreate = true
+                } else {
+                    record[LocalFlags.lastError] = "deleted on the server"
                     try transaction.upsert(record, into: soup, entryId: parentEntryId)
                 }
+            case .failed(let message):
+                record[LocalFlags.lastError] = .string(message)
+                try transaction.upsert(record, into: soup, entryId: parentEntryId)
+            case .parentMissing:
+                record[LocalFlags.lastError] = "refused: a record it refers to is deleted on the server"
+                try transaction.upsert(record, into: soup, entryId: parentEntryId)
             }
-            for (change, result) in zip(prepared.children, outcome.children) {
-                guard var record = try transaction.entry(change.entryId, in: children.soupName)?.record else {
-                    continue
-                }
-                let editedMeanwhile = prepared.sentChildren[change.entryId].map { $0 != record } ?? false
-                switch result {
-                case .created(let serverId):
-                    record[children.idFieldName] = .string(serverId)
-                    if let parentServerId { record[children.parentIdFieldName] = .string(parentServerId) }
-                    record =
-                        editedMeanwhile
-                        ? {
-                            var r = LocalFlags.markUpdated(record); r[LocalFlags.locallyCreated] = false;
-                            return r
-                        }()
-                        : LocalFlags.clean(record, syncId: nil)
-                    try transaction.upsert(record, into: children.soupName, entryId: change.entryId)
-                case .updated:
-                    if let parentServerId { record[children.parentIdFieldName] = .string(parentServerId) }
-                    if !editedMeanwhile { record = LocalFlags.clean(record, syncId: nil) }
-                    try transaction.upsert(record, into: children.soupName, entryId: change.entryId)
-                case .deleted:
-                    try transaction.delete(entryIds: [change.entryId], from: children.soupName)
-                case .missingOnServer where change.kind == .delete:
-                    try transaction.delete(entryIds: [change.entryId], from: children.soupName)
-                case .missingOnServer:
-                    if overwrite, !again {
-                        try transaction.upsert(
-                            LocalFlags.markCreated(record), into: children.soupName, entryId: change.entryId)
-                        recreate = true
-                    } else {
-                        record[LocalFlags.lastError] = "deleted on the server"
-                        try transaction.upsert(record, into: children.soupName, entryId: change.entryId)
-                    }
-                case .parentMissing:
-                    // The parent is gone on the server: under overwrite it is created again.
-                    if overwrite, !again {
-                        try Self.markForRecreation(
-                            parentEntryId, soup: soup, children: children, masterDetail: masterDetail,
-                            idField: idField, in: transaction)
-                        recreate = true
-                    } else {
-                        record[LocalFlags.lastError] = "its parent is deleted on the server"
-                        try transaction.upsert(record, into: children.soupName, entryId: change.entryId)
-                    }
-                case .failed(let message):
-                    record[LocalFlags.lastError] = .string(message)
-                    try transaction.upsert(record, into: children.soupName, entryId: change.entryId)
-                }
-            }
-            return recreate
         }
-        if recreate { try await syncUpTree(parentEntryId, state: state, target: target, again: true) }
+        return (parentServerId, recreate)
+    }
+
+    /// Saves what the server did with each child; returns whether the tree must be sent again.
+    static func saveChildrenOutcomes(
+        _ prepared: PreparedTree, _ outcome: TreeOutcome, parentServerId: String?, _ tree: TreeSync,
+        in transaction: StoreTransaction
+    ) throws -> Bool {
+        let (parentEntryId, soup, children) = (tree.parentEntryId, tree.soup, tree.children)
+        let (idField, masterDetail) = (tree.idField, tree.masterDetail)
+        let (overwrite, again) = (tree.overwrite, tree.again)
+        var recreate = false
+        for (change, result) in zip(prepared.children, outcome.children) {
+            guard var record = try transaction.entry(change.entryId, in: children.soupName)?.record else {
+                continue
+            }
+            let editedMeanwhile = prepared.sentChildren[change.entryId].map { $0 != record } ?? false
+            switch result {
+            case .created(let serverId):
+                record[children.idFieldName] = .string(serverId)
+                if let parentServerId { record[children.parentIdFieldName] = .string(parentServerId) }
+                record =
+                    editedMeanwhile
+                    ? {
+                        var r = LocalFlags.markUpdated(record); r[LocalFlags.locallyCreated] = false;
+                        return r
+                    }()
+                    : LocalFlags.clean(record, syncId: nil)
+                try transaction.upsert(record, into: children.soupName, entryId: change.entryId)
+            case .updated:
+                if let parentServerId { record[children.parentIdFieldName] = .string(parentServerId) }
+                if !editedMeanwhile { record = LocalFlags.clean(record, syncId: nil) }
+                try transaction.upsert(record, into: children.soupName, entryId: change.entryId)
+            case .deleted:
+                try transaction.delete(entryIds: [change.entryId], from: children.soupName)
+            case .missingOnServer where change.kind == .delete:
+                try transaction.delete(entryIds: [change.entryId], from: children.soupName)
+            case .missingOnServer:
+                if overwrite, !again {
+                    try transaction.upsert(
+                        LocalFlags.markCreated(record), into: children.soupName, entryId: change.entryId)
+                    recreate = true
+                } else {
+                    record[LocalFlags.lastError] = "deleted on the server"
+                    try transaction.upsert(record, into: children.soupName, entryId: change.entryId)
+                }
+            case .parentMissing:
+                // The parent is gone on the server: under overwrite it is created again.
+                if overwrite, !again {
+                    try Self.markForRecreation(
+                        parentEntryId, soup: soup, children: children, masterDetail: masterDetail,
+                        idField: idField, in: transaction)
+                    recreate = true
+                } else {
+                    record[LocalFlags.lastError] = "its parent is deleted on the server"
+                    try transaction.upsert(record, into: children.soupName, entryId: change.entryId)
+                }
+            case .failed(let message):
+                record[LocalFlags.lastError] = .string(message)
+                try transaction.upsert(record, into: children.soupName, entryId: change.entryId)
+            }
+        }
+        return recreate
     }
 
     /// Marks a parent the server deleted to be created again, with its local children: created
