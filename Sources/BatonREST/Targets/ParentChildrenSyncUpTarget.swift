@@ -87,52 +87,73 @@ public struct ParentChildrenSyncUpTarget: TreeSyncUpTarget {
     }
 
     public func sendTree(_ tree: TreeChange) async throws -> TreeOutcome {
-        let base = client.apiPath + "/sobjects/"
-        func request(_ change: LocalChange, info type: String, ref: String, parentLink: String?) -> Subrequest
-        {
-            var fields = change.fields
-            let method: String
-            let url: String
-            switch change.kind {
-            case .create:
-                let external = fields.removeValue(forKey: externalIdFieldName)?.stringValue ?? ""
-                method = "PATCH"
-                url = base + "\(type)/\(externalIdFieldName)/\(external.addingPercentEncodingForPath)"
-            case .update:
-                method = "PATCH"
-                url = base + "\(type)/\(change.serverId ?? "")"
-            case .delete:
-                method = "DELETE"
-                url = base + "\(type)/\(change.serverId ?? "")"
-            }
-            if let parentLink, change.kind != .delete {
-                fields[childrenInfo.parentIdFieldName] = .string(parentLink)
-            }
-            var object: JSONObject = [
-                "method": .string(method), "url": .string(url), "referenceId": .string(ref),
-            ]
-            if change.kind != .delete { object["body"] = .object(fields) }
-            return Subrequest(request: .object(object))
-        }
+        let answers = try await post(
+            calls(for: tree), parentCreated: tree.parent?.kind == .create, parentServerId: tree.parentServerId
+        )
+        return TreeOutcome(
+            parent: tree.parent.map { outcome(answers["parent"], $0.kind, isChild: false) },
+            children: tree.children.enumerated().map {
+                outcome(answers["child\($0.offset)"], $0.element.kind, isChild: true)
+            })
+    }
+
+    /// The tree's subrequests in order: the parent's create or update first, then its children
+    /// (linked to the parent: `@{parent.id}` for a parent created in the same call), the parent's
+    /// delete last.
+    func calls(for tree: TreeChange) -> [Subrequest] {
         let parentDeleted = tree.parent?.kind == .delete
-        // The parent's create or update goes first, its delete last.
         var head: [Subrequest] = []
         var tail: [Subrequest] = []
         if let parent = tree.parent {
-            let sub = request(parent, info: parentInfo.sobjectType, ref: "parent", parentLink: nil)
+            let sub = subrequest(parent, type: parentInfo.sobjectType, ref: "parent", parentLink: nil)
             if parentDeleted { tail.append(sub) } else { head.append(sub) }
         }
         let parentCreated = tree.parent?.kind == .create
         let link: String? = parentDeleted ? nil : parentCreated ? "@{parent.id}" : tree.parentServerId
         let children = tree.children.enumerated().map { index, change in
-            request(change, info: childrenInfo.sobjectType, ref: "child\(index)", parentLink: link)
+            subrequest(change, type: childrenInfo.sobjectType, ref: "child\(index)", parentLink: link)
         }
+        return head + children + tail
+    }
+
+    /// One change as a composite subrequest: a create is an upsert on the external id.
+    func subrequest(_ change: LocalChange, type: String, ref: String, parentLink: String?) -> Subrequest {
+        let base = client.apiPath + "/sobjects/"
+        var fields = change.fields
+        let method: String
+        let url: String
+        switch change.kind {
+        case .create:
+            let external = fields.removeValue(forKey: externalIdFieldName)?.stringValue ?? ""
+            method = "PATCH"
+            url = base + "\(type)/\(externalIdFieldName)/\(external.addingPercentEncodingForPath)"
+        case .update:
+            method = "PATCH"
+            url = base + "\(type)/\(change.serverId ?? "")"
+        case .delete:
+            method = "DELETE"
+            url = base + "\(type)/\(change.serverId ?? "")"
+        }
+        if let parentLink, change.kind != .delete {
+            fields[childrenInfo.parentIdFieldName] = .string(parentLink)
+        }
+        var object: JSONObject = [
+            "method": .string(method), "url": .string(url), "referenceId": .string(ref),
+        ]
+        if change.kind != .delete { object["body"] = .object(fields) }
+        return Subrequest(request: .object(object))
+    }
+
+    /// Sends the subrequests, as many composite calls as they need; returns each answer by its
+    /// reference. A created parent's children must travel with it (the reference): the first
+    /// call carries it and as many children as fit; later calls link them by the new id.
+    func post(_ calls: [Subrequest], parentCreated: Bool, parentServerId: String?) async throws
+        -> [String: JSONValue]
+    {
         var answers: [String: JSONValue] = [:]
-        var remaining = head + children + tail
-        var parentId = tree.parentServerId
+        var remaining = calls
+        var parentId = parentServerId
         while !remaining.isEmpty {
-            // A created parent's children must travel with it (the reference): the first call
-            // carries it and as many children as fit; later calls link them by the new id.
             let chunk = Array(remaining.prefix(CompositeLimit.subrequests))
             remaining.removeFirst(chunk.count)
             let body: JSONValue = ["allOrNone": false, "compositeRequest": .array(chunk.map(\.request))]
@@ -144,48 +165,42 @@ public struct ParentChildrenSyncUpTarget: TreeSyncUpTarget {
             if parentCreated, parentId == nil {
                 parentId = answers["parent"]?.value(atPath: "body.id")?.stringValue
             }
-            if let parentId {
-                remaining = remaining.map { sub in
-                    var sub = sub
-                    if case .object(var object) = sub.request, var body = object["body"]?.objectValue,
-                        body[childrenInfo.parentIdFieldName] == "@{parent.id}"
-                    {
-                        body[childrenInfo.parentIdFieldName] = .string(parentId)
-                        object["body"] = .object(body)
-                        sub.request = .object(object)
-                    }
-                    return sub
-                }
+            if let parentId { remaining = remaining.map { linked($0, to: parentId) } }
+        }
+        return answers
+    }
+
+    /// `sub` with a `@{parent.id}` link replaced by the parent's id.
+    func linked(_ sub: Subrequest, to parentId: String) -> Subrequest {
+        guard case .object(var object) = sub.request, var body = object["body"]?.objectValue,
+            body[childrenInfo.parentIdFieldName] == "@{parent.id}"
+        else { return sub }
+        body[childrenInfo.parentIdFieldName] = .string(parentId)
+        object["body"] = .object(body)
+        return Subrequest(request: .object(object))
+    }
+
+    /// What a subrequest's answer says of its change: gone only on 404; a refusal naming a field
+    /// keeps the record dirty (``RecordWriteError``).
+    func outcome(_ answer: JSONValue?, _ kind: LocalChange.Kind, isChild: Bool) -> SyncUpOutcome {
+        guard let answer else { return .failed("no answer for it in the composite response") }
+        let status = answer.value(atPath: "httpStatusCode")?.intValue ?? 0
+        if (200..<300).contains(status) {
+            switch kind {
+            case .create:
+                return answer.value(atPath: "body.id")?.stringValue.map(SyncUpOutcome.created)
+                    ?? .failed("no id returned")
+            case .update: return .updated
+            case .delete: return .deleted
             }
         }
-        func outcome(_ ref: String, _ kind: LocalChange.Kind, isChild: Bool) -> SyncUpOutcome {
-            guard let answer = answers[ref] else {
-                return .failed("no answer for it in the composite response")
-            }
-            let status = answer.value(atPath: "httpStatusCode")?.intValue ?? 0
-            if (200..<300).contains(status) {
-                switch kind {
-                case .create:
-                    return answer.value(atPath: "body.id")?.stringValue.map(SyncUpOutcome.created)
-                        ?? .failed("no id returned")
-                case .update: return .updated
-                case .delete: return .deleted
-                }
-            }
-            // Gone only on 404; a refusal naming a field keeps the record dirty (RecordWriteError).
-            let error = answer.value(atPath: "body")?.arrayValue?.first
-            return RecordWriteError(
-                call: .singleRecord(status: Int(status)),
-                errorCode: error?.value(atPath: "errorCode")?.stringValue,
-                message: error?.value(atPath: "message")?.stringValue,
-                fields: error?.value(atPath: "fields")?.arrayValue?.compactMap(\.stringValue) ?? []
-            ).outcome(for: kind, parentLink: isChild ? childrenInfo.parentIdFieldName : nil)
-        }
-        return TreeOutcome(
-            parent: tree.parent.map { outcome("parent", $0.kind, isChild: false) },
-            children: tree.children.enumerated().map {
-                outcome("child\($0.offset)", $0.element.kind, isChild: true)
-            })
+        let error = answer.value(atPath: "body")?.arrayValue?.first
+        return RecordWriteError(
+            call: .singleRecord(status: Int(status)),
+            errorCode: error?.value(atPath: "errorCode")?.stringValue,
+            message: error?.value(atPath: "message")?.stringValue,
+            fields: error?.value(atPath: "fields")?.arrayValue?.compactMap(\.stringValue) ?? []
+        ).outcome(for: kind, parentLink: isChild ? childrenInfo.parentIdFieldName : nil)
     }
 
     /// `SELECT Id, LastModifiedDate, (SELECT Id, LastModifiedDate FROM Contacts) FROM Account

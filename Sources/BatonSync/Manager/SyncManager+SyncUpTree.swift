@@ -158,16 +158,24 @@ extension SyncManager {
                 parent: parent, parentChange: parentChange,
                 parentServerId: parentCreated ? nil : localId?.stringValue,
                 children: childChanges, sentChildren: sentChildren,
-                childStamps: childEntries.compactMap { entry in
-                    LocalFlags.isCreated(entry.record)
-                        ? nil
-                        : entry.record[children.idFieldName]?.stringValue.map {
-                            (
-                                $0, target.childModificationTimeStamp(of: entry.record),
-                                LocalFlags.isDeleted(entry.record)
-                            )
-                        }
-                })
+                childStamps: Self.serverStamps(of: childEntries, children: children, target: target))
+        }
+    }
+
+    /// Each child the server has (not created locally): its server id, stamp and whether it is
+    /// deleted locally, for leaveIfChanged's check.
+    static func serverStamps(of entries: [SoupEntry], children: ChildrenSoup, target: any TreeSyncUpTarget)
+        -> [(String, Int64?, Bool)]
+    {
+        entries.compactMap { entry in
+            LocalFlags.isCreated(entry.record)
+                ? nil
+                : entry.record[children.idFieldName]?.stringValue.map {
+                    (
+                        $0, target.childModificationTimeStamp(of: entry.record),
+                        LocalFlags.isDeleted(entry.record)
+                    )
+                }
         }
     }
 
