@@ -31,8 +31,6 @@ struct Lexer {
         let chars = Array(text)
         var tokens: [Token] = []
         var i = 0
-        func isIdentifierStart(_ c: Character) -> Bool { c.isLetter || c == "_" }
-        func isIdentifierPart(_ c: Character) -> Bool { c.isLetter || c.isNumber || c == "_" || c == "." }
         while i < chars.count {
             let c = chars[i]
             if c.isWhitespace {
@@ -40,63 +38,12 @@ struct Lexer {
                 continue
             }
             let start = i
-            if isIdentifierStart(c) {
-                while i < chars.count, isIdentifierPart(chars[i]) { i += 1 }
-                let word = String(chars[start..<i])
-                let upper = word.uppercased()
-                if keywords.contains(upper) {
-                    tokens.append(Token(kind: .keyword, text: upper, raw: word, position: start))
-                } else {
-                    if word.hasSuffix(".") || word.contains("..") {
-                        throw SOQLError(position: start, token: word, message: "invalid field path")
-                    }
-                    tokens.append(Token(kind: .identifier, text: word, raw: word, position: start))
-                }
+            if c.isLetter || c == "_" {
+                tokens.append(try lexWord(chars, &i))
                 continue
             }
             if c == "'" {
-                i += 1
-                var value = ""
-                var closed = false
-                while i < chars.count {
-                    let d = chars[i]
-                    if d == "\\" {
-                        guard i + 1 < chars.count else { break }
-                        // The escape is the first scalar after the backslash: combining marks
-                        // that follow it join its Character ('r' and U+032E are one), and are
-                        // the string's own text.
-                        var scalars = chars[i + 1].unicodeScalars[...]
-                        let e = Character(scalars.removeFirst())
-                        switch e {
-                        case "n": value.append("\n")
-                        case "t": value.append("\t")
-                        case "r": value.append("\r")
-                        case "'", "\"", "\\", "%", "_":
-                            value.append(e == "%" || e == "_" ? "\\" + String(e) : String(e))
-                        default:
-                            throw SOQLError(
-                                position: i, token: "\\" + String(chars[i + 1]),
-                                message: "invalid escape sequence")
-                        }
-                        value.unicodeScalars.append(contentsOf: scalars)
-                        i += 2
-                        continue
-                    }
-                    if d == "'" {
-                        closed = true
-                        i += 1
-                        break
-                    }
-                    value.append(d)
-                    i += 1
-                }
-                guard closed else {
-                    throw SOQLError(
-                        position: start, token: String(chars[start..<min(chars.count, start + 20)]),
-                        message: "unterminated string")
-                }
-                tokens.append(
-                    Token(kind: .string, text: value, raw: String(chars[start..<i]), position: start))
+                tokens.append(try lexString(chars, &i))
                 continue
             }
             if c.isASCIIDigit || (c == "-" && i + 1 < chars.count && chars[i + 1].isASCIIDigit) {
@@ -120,6 +67,67 @@ struct Lexer {
         }
         tokens.append(Token(kind: .end, text: "", raw: "end of query", position: chars.count))
         return tokens
+    }
+
+    /// A keyword or an identifier (a field path) starting at `i`; `i` moves past it.
+    static func lexWord(_ chars: [Character], _ i: inout Int) throws -> Token {
+        let start = i
+        while i < chars.count, chars[i].isLetter || chars[i].isNumber || chars[i] == "_" || chars[i] == "." {
+            i += 1
+        }
+        let word = String(chars[start..<i])
+        let upper = word.uppercased()
+        if keywords.contains(upper) { return Token(kind: .keyword, text: upper, raw: word, position: start) }
+        if word.hasSuffix(".") || word.contains("..") {
+            throw SOQLError(position: start, token: word, message: "invalid field path")
+        }
+        return Token(kind: .identifier, text: word, raw: word, position: start)
+    }
+
+    /// A quoted string starting at `i` (at its quote), escapes resolved; `i` moves past it.
+    static func lexString(_ chars: [Character], _ i: inout Int) throws -> Token {
+        let start = i
+        i += 1
+        var value = ""
+        var closed = false
+        while i < chars.count {
+            let d = chars[i]
+            if d == "\\" {
+                guard i + 1 < chars.count else { break }
+                // The escape is the first scalar after the backslash: combining marks
+                // that follow it join its Character ('r' and U+032E are one), and are
+                // the string's own text.
+                var scalars = chars[i + 1].unicodeScalars[...]
+                let e = Character(scalars.removeFirst())
+                switch e {
+                case "n": value.append("\n")
+                case "t": value.append("\t")
+                case "r": value.append("\r")
+                case "'", "\"", "\\", "%", "_":
+                    value.append(e == "%" || e == "_" ? "\\" + String(e) : String(e))
+                default:
+                    throw SOQLError(
+                        position: i, token: "\\" + String(chars[i + 1]),
+                        message: "invalid escape sequence")
+                }
+                value.unicodeScalars.append(contentsOf: scalars)
+                i += 2
+                continue
+            }
+            if d == "'" {
+                closed = true
+                i += 1
+                break
+            }
+            value.append(d)
+            i += 1
+        }
+        guard closed else {
+            throw SOQLError(
+                position: start, token: String(chars[start..<min(chars.count, start + 20)]),
+                message: "unterminated string")
+        }
+        return Token(kind: .string, text: value, raw: String(chars[start..<i]), position: start)
     }
 
     /// A date (`2024-01-31`), a date-time (`2024-01-31T10:00:00.000+0000`) or a number.
