@@ -13,10 +13,6 @@ import Testing
 struct LeaseTurnTests {
     typealias Fixture = WriterLeaseTests.Fixture
 
-    func waitForWaiters(_ lease: WriterLease, _ count: Int) async throws {
-        try await Fixture.waitForWaiters(lease, count)
-    }
-
     /// The kernel's name of the calling thread.
     static func threadName() -> String? {
         (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8))?
@@ -58,7 +54,7 @@ struct LeaseTurnTests {
                 return got
             }
         }
-        try await waitForWaiters(holder, 1)
+        try await f.waitForWaiters(1)
         holder.release(held)
         let got = try await waiting.value
         #expect(got.epoch == held.epoch + 1)
@@ -105,7 +101,7 @@ struct LeaseTurnTests {
         let waiting = Task {
             try await withTaskExecutorPreference(executor) { try await waiter.acquire() }
         }
-        try await waitForWaiters(holder, 1)
+        try await f.waitForWaiters(1)
         waiting.cancel()
         await #expect(throws: CancellationError.self) { try await waiting.value }
         holder.release(held)

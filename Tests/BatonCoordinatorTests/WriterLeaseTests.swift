@@ -26,13 +26,41 @@ struct WriterLeaseTests {
             try WriterLease(directory: shared, store: store, name: name)
         }
 
-        /// Waits (checking the board) until `lease` sees `count` waiters.
-        static func waitForWaiters(_ lease: WriterLease, _ count: Int) async throws {
+        /// Waits until `count` requests for `D/writer.lock` wait in the kernel: a contended
+        /// wait blocks in `flock`, and `/proc/locks` lists each blocked request (`->`) with the
+        /// file's inode.
+        func waitForWaiters(_ count: Int) async throws {
             let deadline = ContinuousClock.now + .seconds(20)
-            while lease.waiting().count < count {
-                try #require(ContinuousClock.now < deadline, "the waiters never announced themselves")
-                try await Task.sleep(for: .milliseconds(1))  // wait-ok: the board has no doorbell
+            while blockedRequests() < count {
+                try #require(ContinuousClock.now < deadline, "the waiters never blocked in the kernel")
+                try await Task.sleep(for: .milliseconds(1))  // wait-ok: /proc/locks has no doorbell
             }
+        }
+
+        /// The `flock` requests blocked on `D/writer.lock` now, as `/proc/locks` lists them.
+        func blockedRequests() -> Int {
+            var info = stat()
+            guard stat(shared.writerLockPath, &info) == 0 else { return 0 }
+            // "7: -> FLOCK  ADVISORY  WRITE 4242 fe:00:1234567 0 EOF": major:minor:inode.
+            let inode = ":\(info.st_ino) "
+            return Self.procLocks().split(separator: "\n").count { $0.contains(" -> ") && $0.contains(inode) }
+        }
+
+        /// `/proc/locks`, read to its end: Foundation reads a file whose size is 0, as `/proc`
+        /// reports it, only to its first 4 KiB, and the whole suite's locks fill more.
+        static func procLocks() -> String {
+            let fd = open("/proc/locks", O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { return "" }
+            defer { close(fd) }
+            var text: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let count = read(fd, &buffer, buffer.count)
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { break }
+                text += buffer[..<count]
+            }
+            return String(decoding: text, as: UTF8.self)
         }
 
         /// A newcomer gets the lease (so nobody kept it), with a later epoch than `epoch`.
@@ -131,134 +159,76 @@ struct WriterLeaseTests {
     }
 }
 
-/// The bounded lease: a holder renews its turn while nobody has waited past the budget.
-@Suite("Writer lease renewal")
-struct WriterLeaseRenewalTests {
-    typealias Fixture = WriterLeaseTests.Fixture
-
-    func waitForWaiters(_ lease: WriterLease, _ count: Int) async throws {
-        try await Fixture.waitForWaiters(lease, count)
+/// Issue 53: a contended wait once announced itself in `D/writer.waiters`, opened without
+/// `O_NOFOLLOW`: planted as a symlink to the store's WAL, the wait wrote its slot into the WAL and
+/// zeroed it on giving up. Nothing opens that file any more; one left there is ignored.
+extension WriterLeaseTests {
+    /// What `D/writer.waiters` is before the wait.
+    enum PlantedWaiters: String, CaseIterable, Sendable {
+        /// Nothing: the wait must not create it.
+        case absent
+        /// A symlink to `D/store.sqlite-wal`.
+        case storeWAL
+        /// A symlink to another file in D.
+        case fileInDirectory
+        /// A symlink to a file outside D.
+        case fileOutside
+        /// A symlink to a path where there is no file.
+        case dangling
     }
 
-    @Test("with nobody waiting a renewal keeps the lock: the next epoch, the turn before closed as renewed")
-    func renewsAlone() async throws {
+    @Test(
+        "a contended wait that gives up leaves D/writer.waiters alone, whatever it is or points at",
+        .timeLimit(.minutes(1)), arguments: PlantedWaiters.allCases)
+    func plantedWaitersFile(_ planted: PlantedWaiters) async throws {
         let f = try Fixture()
-        let lease = try f.lease("a")
-        let first = try await lease.acquire()
-        // A holding that has not written goes on as it is.
-        #expect(lease.renew(first, budget: .zero) == first)
-        try await f.store.write(first.fence) { try $0.registerSoup("a", indexSpecs: []) }
-        let second = try #require(lease.renew(first, budget: .zero))
-        #expect(second.epoch == first.epoch + 1 && lease.current == second)
-        try await f.store.write(second.fence) { try $0.registerSoup("b", indexSpecs: []) }
-        // The old holding is stale now, as after any turn.
-        await #expect {
-            try await f.store.write(first.fence) { try $0.registerSoup("c", indexSpecs: []) }
-        } throws: { ($0 as? StoreError)?.code == .staleEpoch }
-        let history = try await f.store.read { try $0.leaseHistory() }
-        #expect(history.map(\.epoch) == [first.epoch, second.epoch])
-        #expect(history.map(\.releaseKind) == ["renewed", nil])
-        #expect(history[0].released == history[1].acquired)
-        #expect(LeaseAudit.check(history).isEmpty)
-        lease.release(second)
-        try await f.expectFree(after: second.epoch)
-    }
-
-    @Test("a waiter inside the budget is passed; past it the holder releases and the waiter gets the lease")
-    func yieldsPastBudget() async throws {
-        let f = try Fixture()
-        let holder = try f.lease("a")
-        var held = try await holder.acquire()
-        try await f.store.write(held.fence) { try $0.registerSoup("a", indexSpecs: []) }
-        let waiter = try f.lease("b")
-        let waiting = Task { try await waiter.acquire() }
-        try await waitForWaiters(holder, 1)
-        #expect(holder.waiting().first?.pid == getpid())
-        // Within a budget of an hour: renewed, and the waiter still waits.
-        held = try #require(holder.renew(held, budget: .seconds(3600)))
-        try await f.store.write(held.fence) { try $0.registerSoup("a2", indexSpecs: []) }
-        // Past a budget of zero: released.
-        #expect(holder.renew(held, budget: .zero) == nil)
-        #expect(holder.current == nil)
-        let next = try await waiting.value
-        #expect(next.epoch == held.epoch + 1)
-        try await f.store.write(next.fence) { try $0.registerSoup("b", indexSpecs: []) }
-        let history = try await f.store.read { try $0.leaseHistory() }
-        #expect(history.map(\.releaseKind) == ["renewed", "released", nil])
-        #expect(holder.waiting().isEmpty)
-        waiter.release(next)
-    }
-
-    @Test("a waiter of higher priority gets the lease at once, whatever the budget")
-    func yieldsToPriority() async throws {
-        let f = try Fixture()
-        let holder = try f.lease("a")
-        let held = try await holder.acquire()
-        try await f.store.write(held.fence) { try $0.registerSoup("a", indexSpecs: []) }
-        /// Takes the lease, writes under it and lets it go: the epoch it wrote under.
-        func turn(_ name: String, priority: Int) -> Task<Int64, any Error> {
-            Task {
-                let lease = try f.lease(name)
-                let got = try await lease.acquire(priority: priority)
-                try await f.store.write(got.fence) { try $0.registerSoup(name, indexSpecs: []) }
-                lease.release(got)
-                return got.epoch
+        let waitersPath = f.shared.path + "/writer.waiters"
+        let target: String? =
+            switch planted {
+            case .absent: nil
+            case .storeWAL: f.shared.storePath + "-wal"
+            case .fileInDirectory: f.shared.path + "/notes"
+            case .fileOutside: f.temp.path + "/outside"
+            case .dangling: f.temp.path + "/nowhere"
             }
+        // A file of bytes that a slot written or zeroed anywhere in its first 4 KiB would change.
+        if let target, planted == .fileInDirectory || planted == .fileOutside {
+            try Data(repeating: 0xA5, count: 8192).write(to: URL(fileURLWithPath: target))
         }
-        let low = turn("low", priority: 0)
-        try await waitForWaiters(holder, 1)
-        let kept = try #require(holder.renew(held, budget: .seconds(3600), priority: 5))
-        let high = turn("high", priority: 10)
-        try await waitForWaiters(holder, 2)
-        #expect(holder.renew(kept, budget: .seconds(3600), priority: 5) == nil)
-        // Whoever the kernel grants it to first, both turns follow the holder's.
-        let epochs = [try await high.value, try await low.value]
-        #expect(epochs.allSatisfy { $0 > kept.epoch } && Set(epochs).count == 2)
-    }
-
-    @Test("a waiter that died leaves its bytes on the board but no lock: it is not waited for")
-    func deadWaiterIgnored() async throws {
-        let f = try Fixture()
-        let holder = try f.lease("a")
+        // Planted before any lease is made: the old board was opened (and created) by the
+        // lease's initializer.
+        if let target {
+            try FileManager.default.createSymbolicLink(atPath: waitersPath, withDestinationPath: target)
+        }
+        let holder = try f.lease("holder")
         let held = try await holder.acquire()
+        // A write under the lease: the WAL has its header and frames, as after any writer.
         try await f.store.write(held.fence) { try $0.registerSoup("a", indexSpecs: []) }
-        // A slot filled as a waiter fills it, by a process that is gone (nothing locks it).
-        var slot = [UInt8](repeating: 0, count: 32)
-        withUnsafeBytes(of: Int32(999_999).littleEndian) { for (i, b) in $0.enumerated() { slot[i] = b } }
-        withUnsafeBytes(of: UInt64(1).littleEndian) { for (i, b) in $0.enumerated() { slot[8 + i] = b } }
-        try Data(slot).write(to: URL(fileURLWithPath: f.shared.writerWaitersPath))
-        #expect(holder.waiting().isEmpty)
-        let renewed = try #require(holder.renew(held, budget: .zero))
-        holder.release(renewed)
-    }
+        /// The target's bytes now (nil when there is no file).
+        func targetBytes() -> Data? { target.flatMap { FileManager.default.contents(atPath: $0) } }
+        let before = targetBytes()
+        if planted != .absent && planted != .dangling { try #require((before?.count ?? 0) > 32) }
 
-    @Test("a renewal of a holding that is not current does nothing")
-    func notCurrent() async throws {
-        let f = try Fixture()
-        let lease = try f.lease("a")
-        let held = try await lease.acquire()
-        lease.release(held)
-        #expect(lease.renew(held, budget: .seconds(1)) == nil)
-        try await f.expectFree(after: held.epoch)
-    }
-}
-
-extension WriterLeaseRenewalTests {
-    @Test("a renewed turn that never wrote leaves no interval: the turn before ends at the release")
-    func renewedUnwritten() async throws {
-        let f = try Fixture()
-        let lease = try f.lease("a")
-        let first = try await lease.acquire()
-        try await f.store.write(first.fence) { try $0.registerSoup("a", indexSpecs: []) }
-        let renewed = try #require(lease.renew(first, budget: .zero))
-        lease.release(renewed)
-        let next = try f.lease("b")
-        let got = try await next.acquire()
-        try await f.store.write(got.fence) { try $0.registerSoup("b", indexSpecs: []) }
+        let waiter = try f.lease("waiter")
+        let waiting = Task { try await waiter.acquire(deadline: .now + .seconds(3)) }
+        // While it waits (blocked in the kernel) ...
+        try await f.waitForWaiters(1)
+        #expect(targetBytes() == before, "written while waiting")
+        // ... and once it gave up.
+        await #expect {
+            try await waiting.value
+        } throws: { ($0 as? CoordinatorError)?.code == .leaseTimeout }
+        #expect(targetBytes() == before, "written by the wait that gave up")
+        if let target {
+            // Still the symlink that was planted, and a dangling one still points at nothing.
+            #expect(try FileManager.default.destinationOfSymbolicLink(atPath: waitersPath) == target)
+            if planted == .dangling { #expect(!FileManager.default.fileExists(atPath: target)) }
+        } else {
+            #expect(!FileManager.default.fileExists(atPath: waitersPath))
+        }
+        holder.release(held)
+        // The store still reads, with the holding recorded.
         let history = try await f.store.read { try $0.leaseHistory() }
-        #expect(history.map(\.name) == ["a", "b"])
-        #expect(history.first?.releaseKind == "released")
-        #expect(LeaseAudit.check(history).isEmpty)
-        next.release(got)
+        #expect(history.map(\.name) == ["holder"])
     }
 }

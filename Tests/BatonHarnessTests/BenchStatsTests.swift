@@ -48,4 +48,32 @@ struct BenchStatsTests {
                 $0.contains("stop latency p50 / p99") && $0.contains("| 3.5 / 8 |")
             })
     }
+
+    @Test("contention reports the lease, the busy timeout and the floor, and nothing else")
+    func contentionFigures() throws {
+        let lease = ProcessBench.Contention(writesPerSec: 5000, p50Ms: 1, p99Ms: 5, maxMs: 9, errors: 0)
+        let busy = ProcessBench.Contention(writesPerSec: 8000, p50Ms: 0.1, p99Ms: 16, maxMs: 60, errors: 0)
+        let floor = ProcessBench.Contention(writesPerSec: 6250, p50Ms: 1, p99Ms: 4, maxMs: 8, errors: 0)
+        #expect(ProcessBench.contentionModes == ["lease", "busy", "floor"])
+        let contention = BenchFigures.Contention(["lease": lease, "busy": busy, "floor": floor])
+        #expect(contention.writesRatio == 0.625 && contention.fairVsFloor == 0.8)
+        #expect(contention.floorThroughputRatio == 0.781 && contention.floorP99Ratio == 0.25)
+        let figures = try #require(try JSONValue(encoding: contention).objectValue)
+        #expect(
+            Set(figures.keys) == [
+                "batonWritesPerSec", "baselineWritesPerSec", "writesRatio", "throughputRatio", "batonErrors",
+                "baselineErrors", "batonP50Ms", "batonP99Ms", "batonMaxMs", "baselineP50Ms", "baselineP99Ms",
+                "baselineMaxMs", "p99Ratio", "floorWritesPerSec", "floorP50Ms", "floorP99Ms", "floorMaxMs",
+                "floorThroughputRatio", "floorP99Ratio", "floorErrors", "fairVsFloor",
+            ])
+        let rows = BenchSuite.table(
+            ["cores": 2, "records": 1000, "trials": 1, "contention": .object(figures)], waste: []
+        )
+        .filter { $0.hasPrefix("| contention") }
+        #expect(rows.count == 4)
+        #expect(rows.contains { $0.contains("strictly fair lease | 5000 | 8000 (busy timeout) | 0.625 |") })
+        #expect(rows.contains { $0.contains("vs the bare kernel lock (its floor) | 5000 | 6250 | 0.8 |") })
+        // Every figure a row names is there ("-" stands for a missing one).
+        #expect(!rows.contains { $0.split(whereSeparator: { " ,;|".contains($0) }).contains("-") }, "\(rows)")
+    }
 }

@@ -228,8 +228,9 @@ public struct HeartbeatRecord: Sendable, Hashable {
             return released > 0 ? LeaseClosing(epoch: epoch, at: released, kind: .released) : nil
         }
         guard epoch > storeEpoch, let closing, closing.epoch == storeEpoch else { return nil }
-        // A renewal that never wrote was no turn of its own: the renewed holding ended when its
-        // holder let go (or, when it died holding, when the next holder records it).
+        // A renewal that never wrote (made by an earlier build's bounded lease) was no turn of its
+        // own: the renewed holding ended when its holder let go (or, when it died holding, when
+        // the next holder records it).
         if closing.kind == .renewed {
             return released > 0 ? LeaseClosing(epoch: storeEpoch, at: released, kind: .released) : nil
         }

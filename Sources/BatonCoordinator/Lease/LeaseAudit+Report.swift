@@ -9,9 +9,6 @@ extension LeaseAudit {
         public var violations: [Violation]
         /// The intervals the history keeps (the folded ones not counted).
         public var intervals: Int
-        /// Of those, the turns a holder ended by renewing the lease for itself (the bounded
-        /// lease): each renewed turn is an interval of its own, audited as any other.
-        public var renewed: Int = 0
         /// The summary of the folded intervals, when some were folded.
         public var folded: LeaseHistoryFold?
         /// The commits in the commit log.
@@ -49,9 +46,8 @@ extension LeaseAudit {
         let report = checkCommits(commits, history: history, folded: folded?.epochs, strict: strict)
         violations += report.violations
         return Report(
-            violations: violations, intervals: history.count,
-            renewed: history.count { $0.releaseKind == LeaseClosing.Kind.renewed.rawValue }, folded: folded,
-            commits: commits.count, unleased: report.unleased + (folded?.commitsOutsideLease ?? 0))
+            violations: violations, intervals: history.count, folded: folded, commits: commits.count,
+            unleased: report.unleased + (folded?.commitsOutsideLease ?? 0))
     }
 
     /// Reads the store's lease history, its fold and its commit log from one snapshot (with a

@@ -73,18 +73,6 @@ final class LeaseHeartbeat: Sendable {
         }
     }
 
-    /// Goes on beating into the same lock for the next epoch of a renewed holding (its
-    /// takeover mark kept: a woken old holder still reads who took it over).
-    func renew(epoch: Int64, closing: LeaseClosing) {
-        state.withLock { state in
-            guard var holding = state.holding else { return }
-            holding.epoch = epoch
-            holding.closing = closing
-            state.holding = holding
-            record(holding).withBytes { holding.lock.overwrite($0) }
-        }
-    }
-
     /// Stops beating (the lease is being released); no beat starts after this returns.
     ///
     /// - Parameters:

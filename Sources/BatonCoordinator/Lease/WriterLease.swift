@@ -65,8 +65,6 @@ public final class WriterLease: Sendable {
     /// Set when a holding found the store's epoch at or above the one the lock file's record
     /// gave it: the next holding reads the store's epoch when granted.
     private let readsStoreEpoch = Atomic<Bool>(false)
-    /// Who waits, for a holder deciding whether it may renew its turn (``renew(_:budget:priority:)``).
-    let waiters: LeaseWaiters
     /// Where a task taking turns of this lease runs to wait for a contended lease on the thread
     /// that then runs its turn: `withTaskExecutorPreference(lease.executor) { ... }`. The kernel's
     /// grant then wakes the turn's own thread; elsewhere a thread of its own waits for the grant
@@ -115,7 +113,6 @@ public final class WriterLease: Sendable {
         self.term = term
         self.takeoverLockWait = takeoverLockWait
         self.heartbeat = LeaseHeartbeat(term: term, onLost: onLost)
-        self.waiters = LeaseWaiters(path: directory.writerWaitersPath)
         // Fail early (and clearly) when the lock file cannot be opened.
         _ = try FileLock(path: directory.writerLockPath)
     }
@@ -205,13 +202,11 @@ public final class WriterLease: Sendable {
     ///     participant of higher priority).
     ///   - onBlocked: told when a takeover is held up by a holder that keeps SQLite's write lock
     ///     (frozen inside a write transaction), and told nil once that is over.
-    ///   - priority: announced with the wait in `D/writer.waiters`: a holder renewing its turn
-    ///     hands over at once to a waiter of higher priority.
     /// - Returns: the held lease (the current holding when this process already holds it).
     /// - Throws: `CancellationError` when the task is cancelled, `leaseTimeout` past the deadline.
     public func acquire(
         deadline: ContinuousClock.Instant? = nil, interval: Duration = .milliseconds(100),
-        priority: Int = 0, mayTry: @Sendable () -> Bool = { true },
+        mayTry: @Sendable () -> Bool = { true },
         onBlocked: @Sendable (Blocked?) -> Void = { _ in }
     ) async throws -> Held {
         if let held = current { return held }
@@ -236,13 +231,9 @@ public final class WriterLease: Sendable {
         var watch = TakeoverWatch(defaultTerm: term)
         var blocked: Blocked?
         var pursuing: (observation: TakeoverWatch.Observation, silentNanos: UInt64)?
-        // Announced for holders that renew their turns: they hand over once it has waited past
-        // their budget.
-        let ticket = waiters.enter(priority: priority, since: waitingSince)
         defer {
             tried?.unlock()
             pending?.abandon()
-            if let ticket { waiters.leave(ticket) }
             if blocked != nil { onBlocked(nil) }
         }
         while true {
@@ -323,53 +314,6 @@ public final class WriterLease: Sendable {
             if let deadline { timeout = min(timeout, deadline - ContinuousClock.now) }
             await changes.wait(after: seen, timeout: max(timeout, .milliseconds(1)))
         }
-    }
-
-    /// Keeps a holding that has more work for another turn without handing the lease over,
-    /// while no other process has waited for it `budget` or longer and none of higher `priority`
-    /// waits (both as announced in `D/writer.waiters`). Otherwise releases it and returns nil:
-    /// ``acquire(deadline:interval:priority:mayTry:onBlocked:)`` then waits behind them.
-    ///
-    /// A renewed turn is an interval of its own in the lease history: the next epoch, under
-    /// the same lock, which the holding's first write records, closing the one before as
-    /// `renewed`. So a lease audit sees every turn, and a write under the old epoch fails its
-    /// fence as any stale write does. A holding that has not written yet just goes on.
-    ///
-    /// - Returns: the holding to write under now (a new one after a renewal), or nil once
-    ///   released (also when `held` is not the current holding, or its lock file was replaced).
-    public func renew(_ held: Held, budget: Duration, priority: Int = 0) -> Held? {
-        guard let lock = state.withLock({ $0.held == held ? $0.lock : nil }) else { return nil }
-        let budgetNanos = UInt64(max(0, budget.inNanoseconds))
-        guard lock.isStillAtPath, !waiters.shouldYield(budgetNanos: budgetNanos, priority: priority) else {
-            release(held)
-            return nil
-        }
-        guard held.fence.isRecorded else { return held }
-        let now = WallClock.nowMillis()
-        let closing = LeaseClosing(epoch: held.epoch, at: now, kind: .renewed)
-        let fence = LeaseFence(
-            store: store, epoch: held.epoch + 1, holder: name, pid: getpid(), granted: now,
-            previous: held.epoch, closing: closing, stillHeld: { lock.isStillAtPath })
-        let renewed = Held(fence: fence, takeover: nil)
-        heartbeat.renew(epoch: fence.epoch, closing: closing)
-        state.withLock { $0.held = renewed }
-        return renewed
-    }
-
-    /// A process waiting for the lease, as it announced itself in `D/writer.waiters`.
-    public struct Waiter: Sendable, Hashable {
-        /// The waiting process.
-        public var pid: Int32
-        /// The priority it waits with (a renewing holder of lower priority hands over at once).
-        public var priority: Int
-        /// When it began to wait, `CLOCK_MONOTONIC` nanoseconds (every process of a boot shares it).
-        public var since: UInt64
-    }
-
-    /// The processes waiting for the lease now (their waits announced, live), longest first.
-    public func waiting() -> [Waiter] {
-        waiters.entries().map { Waiter(pid: $0.pid, priority: Int($0.priority), since: $0.since) }
-            .sorted { $0.since < $1.since }
     }
 
     /// Writes the release time into the lock file (the next holder's first write records it)

@@ -171,7 +171,6 @@ extension Participant {
         let task = Task {
             do {
                 let held = try await lease.acquire(
-                    priority: me.priority,
                     // Hold back while a higher-priority participant waits for the lease.
                     mayTry: { !Self.higherPriorityIsWaiting(than: me, in: directory) },
                     onBlocked: { sink.yield(.leaseBlocked($0)) })

@@ -189,50 +189,10 @@ struct BenchFigures: Encodable {
         var floorErrors: Int
         /// The fair lease's throughput over the floor's.
         var fairVsFloor: Double
-        /// The same turns through the bare kernel lock plus the file operations and the history
-        /// row the lease's guarantees rest on (``GuardedFloor``): the floor of a lease with them.
-        var guardedWritesPerSec: Double
-        var guardedP50Ms: Double
-        var guardedP99Ms: Double
-        var guardedMaxMs: Double
-        var guardedErrors: Int
-        /// The guarded floor's throughput over the floor's: what the guarantees cost.
-        var guardedVsFloor: Double
-        /// The fair lease's throughput over the guarded floor's: what the lease's own code costs.
-        var fairVsGuarded: Double
-        /// The bounded lease: a holder renews its turn until a waiter has waited `budgetMs`.
-        var budgetMs: Double
-        var boundedWritesPerSec: Double
-        var boundedP50Ms: Double
-        var boundedP99Ms: Double
-        var boundedMaxMs: Double
-        var boundedErrors: Int
-        /// Over the busy timeout's.
-        var boundedThroughputRatio: Double
-        var boundedP99Ratio: Double
-        /// The bare kernel lock with longer turns: what a lease whose holders keep it for more
-        /// than one turn reaches with no bookkeeping at all, against the busy timeout, in the
-        /// terms of the bounded lease's aims.
-        var longerFloorTurns: [FloorTurns]
-        /// Whether any of them reached the busy timeout's throughput with a p99 at most 0.4 of
-        /// its p99 (the bounded lease's aims).
-        var floorMeetsBoundedAims: Bool
 
-        struct FloorTurns: Encodable {
-            var writesPerTurn: Int
-            var writesPerSec: Double
-            var p50Ms: Double
-            var p99Ms: Double
-            var maxMs: Double
-            var errors: Int
-            var throughputRatio: Double
-            var p99Ratio: Double
-        }
-
-        init(_ modes: [String: ProcessBench.Contention], budget: Duration) {
+        init(_ modes: [String: ProcessBench.Contention]) {
             let none = ProcessBench.Contention(writesPerSec: 0, p50Ms: 0, p99Ms: 0, maxMs: 0, errors: 0)
-            let (lease, busy) = (modes["lease"] ?? none, modes["busy"] ?? none)
-            let (floor, bounded) = (modes["floor"] ?? none, modes["bounded"] ?? none)
+            let (lease, busy, floor) = (modes["lease"] ?? none, modes["busy"] ?? none, modes["floor"] ?? none)
             func ratio(_ a: Double, _ b: Double) -> Double { round(a / max(b, 1e-9), 1000) }
             /// A mode's p50, p99 and longest wait, in ms to two decimals.
             func latencies(_ run: ProcessBench.Contention) -> (Double, Double, Double) {
@@ -253,30 +213,6 @@ struct BenchFigures: Encodable {
             floorP99Ratio = ratio(floor.p99Ms, busy.p99Ms)
             floorErrors = floor.errors
             fairVsFloor = ratio(lease.writesPerSec, floor.writesPerSec)
-            let guarded = modes["guarded"] ?? none
-            guardedWritesPerSec = round(guarded.writesPerSec)
-            (guardedP50Ms, guardedP99Ms, guardedMaxMs) = latencies(guarded)
-            guardedErrors = guarded.errors
-            guardedVsFloor = ratio(guarded.writesPerSec, floor.writesPerSec)
-            fairVsGuarded = ratio(lease.writesPerSec, guarded.writesPerSec)
-            budgetMs = round(budget.inMilliseconds, 1000)
-            boundedWritesPerSec = round(bounded.writesPerSec)
-            (boundedP50Ms, boundedP99Ms, boundedMaxMs) = latencies(bounded)
-            boundedErrors = bounded.errors
-            boundedThroughputRatio = ratio(bounded.writesPerSec, busy.writesPerSec)
-            boundedP99Ratio = ratio(bounded.p99Ms, busy.p99Ms)
-            longerFloorTurns = ProcessBench.longerFloorTurns.map { writes in
-                let run = modes["floor\(writes)"] ?? none
-                let (p50, p99, longest) = latencies(run)
-                return FloorTurns(
-                    writesPerTurn: writes, writesPerSec: round(run.writesPerSec), p50Ms: p50, p99Ms: p99,
-                    maxMs: longest, errors: run.errors,
-                    throughputRatio: ratio(run.writesPerSec, busy.writesPerSec),
-                    p99Ratio: ratio(run.p99Ms, busy.p99Ms))
-            }
-            floorMeetsBoundedAims = longerFloorTurns.contains {
-                $0.throughputRatio >= 1 && $0.p99Ratio <= 0.4
-            }
         }
     }
 

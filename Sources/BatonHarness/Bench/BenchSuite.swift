@@ -14,8 +14,6 @@ public struct BenchSuite: Sendable {
     public var only: [String]
     /// The `baton` executable the child processes run.
     public var baton: String
-    /// Contention: how long a waiter waits before a holder of the bounded lease stops renewing.
-    public var leaseBudget: Duration = .milliseconds(2)
     /// Keep the scenarios' directories (stores, participants' logs) for a look afterwards.
     public var keepDirectories = false
     /// Hears what runs now.
@@ -79,9 +77,8 @@ public struct BenchSuite: Sendable {
         if wanted("contention") {
             progress("5/6 contention…")
             // Alternating runs, pooled, so a machine that slows down mid-way weighs on both sides.
-            let runs = try await ProcessBench.alternatingContention(
-                env, runs: min(max(trials, 1), 5), budget: leaseBudget)
-            figures.contention = .init(runs, budget: leaseBudget)
+            let runs = try await ProcessBench.alternatingContention(env, runs: min(max(trials, 1), 5))
+            figures.contention = .init(runs)
         }
         if wanted("readers") {
             progress("readers: a reader process hears of each committed page…")
@@ -116,19 +113,6 @@ public struct BenchSuite: Sendable {
             guard let value = JSONValue.object(f).value(atPath: path) else { return "-" }
             if let int = value.intValue, value.doubleValue == Double(int) { return String(int) }
             return value.doubleValue.map { String($0) } ?? value.jsonString
-        }
-        /// The floor's longer turns, e.g. "turns of 4 writes: 0.96; 0.38 · of 5: …".
-        func longerFloorTurns() -> String {
-            let runs = JSONValue.object(f).value(atPath: "contention.longerFloorTurns")?.arrayValue ?? []
-            return runs.map { run in
-                let writes = run.value(atPath: "writesPerTurn")?.intValue.map { String($0) } ?? "-"
-                let ratio = { (key: String) in run.value(atPath: key)?.doubleValue.map { String($0) } ?? "-" }
-                return "turns of \(writes) writes: \(ratio("throughputRatio")); \(ratio("p99Ratio"))"
-            }.joined(separator: " · ")
-        }
-        func longerFloorTurnErrors() -> String {
-            let runs = JSONValue.object(f).value(atPath: "contention.longerFloorTurns")?.arrayValue ?? []
-            return String(runs.reduce(0) { $0 + Int($1.value(atPath: "errors")?.intValue ?? 0) })
         }
         let rows: [(section: String, row: String)] = [
             (
@@ -189,23 +173,11 @@ public struct BenchSuite: Sendable {
             ),
             (
                 "contention",
-                "| contention, writes/s: the bare kernel lock with the lease's bookkeeping (its guarded floor) vs the bare kernel lock; the fair lease vs the guarded floor | \(v("contention.guardedWritesPerSec")) | \(v("contention.floorWritesPerSec")) | \(v("contention.guardedVsFloor")); fair \(v("contention.fairVsGuarded")) |"
+                "| contention, write latency ms p50 / p99 / max: fair lease | \(v("contention.batonP50Ms")) / \(v("contention.batonP99Ms")) / \(v("contention.batonMaxMs")) | busy timeout \(v("contention.baselineP50Ms")) / \(v("contention.baselineP99Ms")) / \(v("contention.baselineMaxMs")); floor \(v("contention.floorP50Ms")) / \(v("contention.floorP99Ms")) / \(v("contention.floorMaxMs")) | p99 ratios to busy: fair \(v("contention.p99Ratio")), floor \(v("contention.floorP99Ratio")) |"
             ),
             (
                 "contention",
-                "| contention, writes/s: bounded lease (budget \(v("contention.budgetMs")) ms) vs busy timeout | \(v("contention.boundedWritesPerSec")) | \(v("contention.baselineWritesPerSec")) | \(v("contention.boundedThroughputRatio")) |"
-            ),
-            (
-                "contention",
-                "| contention, write latency ms p50 / p99 / max: fair lease; bounded lease | \(v("contention.batonP50Ms")) / \(v("contention.batonP99Ms")) / \(v("contention.batonMaxMs")); \(v("contention.boundedP50Ms")) / \(v("contention.boundedP99Ms")) / \(v("contention.boundedMaxMs")) | busy timeout \(v("contention.baselineP50Ms")) / \(v("contention.baselineP99Ms")) / \(v("contention.baselineMaxMs")); floor \(v("contention.floorP50Ms")) / \(v("contention.floorP99Ms")) / \(v("contention.floorMaxMs")) | p99 ratios to busy: fair \(v("contention.p99Ratio")), bounded \(v("contention.boundedP99Ratio")) |"
-            ),
-            (
-                "contention",
-                "| contention, the bare kernel lock with longer turns (a bounded lease's floor) ÷ busy timeout: throughput; p99 | \(longerFloorTurns()) | meets both bounded aims (≥ 1.0; ≤ 0.4): \(v("contention.floorMeetsBoundedAims") == "true" ? "yes" : "no") | |"
-            ),
-            (
-                "contention",
-                "| contention, errors (SQLITE_BUSY): fair, bounded | \(v("contention.batonErrors")), \(v("contention.boundedErrors")) | busy \(v("contention.baselineErrors")), floor \(v("contention.floorErrors")), guarded floor \(v("contention.guardedErrors")), floor with longer turns \(longerFloorTurnErrors()) | |"
+                "| contention, errors (SQLITE_BUSY): fair lease | \(v("contention.batonErrors")) | busy \(v("contention.baselineErrors")), floor \(v("contention.floorErrors")) | |"
             ),
             (
                 "readers",

@@ -9,9 +9,9 @@ import Logging
 /// lease, with a busy timeout, or taking turns through a bare kernel lock), a reader of
 /// commits, or one sync down measured for peak RSS.
 public struct BenchWorker: Sendable {
-    /// `lease` (the strictly fair lease: hand over after every turn), `bounded` (renew while no
-    /// waiter has waited `budgetMicroseconds`), `busy`, `floor`, `guarded` (the floor with the
-    /// lease's bookkeeping, ``GuardedFloor``), `reader` or `syncdown`.
+    /// `lease` (the strictly fair lease: hand over after every turn), `busy` (SQLite's busy
+    /// timeout), `floor` (the same turns through a bare kernel lock, ``KernelLockFloor``),
+    /// `reader` or `syncdown`.
     public var mode: String
     public var dir: String
     public var writes = 200
@@ -19,8 +19,6 @@ public struct BenchWorker: Sendable {
     /// turn.
     public var burst = 2
     public var pauseMicroseconds = 300
-    /// Bounded mode: how long a waiter may wait before the holder stops renewing its turns.
-    public var budgetMicroseconds = 2_000
     public var name = "w"
     public var server: String?
     /// Print `ready` once set up, then start when a line arrives on stdin (or it closes).
@@ -42,10 +40,9 @@ public struct BenchWorker: Sendable {
         let unfenced = try UnfencedStore.open(directory: shared, logger: logger)
         let store = unfenced.store
         switch mode {
-        case "lease", "bounded", "busy", "floor", "guarded":
+        case "lease", "busy", "floor":
             let lease = try WriterLease(directory: shared, store: store, name: name)
             let floor = mode == "floor" ? try KernelLockFloor(path: dir + "/bench-floor.lock") : nil
-            let guarded = mode == "guarded" ? try GuardedFloor(directory: dir, name: name) : nil
             if waitForGo {
                 output("ready")
                 _ = readLine()
@@ -53,7 +50,7 @@ public struct BenchWorker: Sendable {
             // Every mode runs on the lease's executor, so they differ only in how they take
             // turns: the lease's waits then block the thread that runs the turn.
             let result = try await withTaskExecutorPreference(lease.executor) {
-                try await contend(unfenced, lease: lease, floor: floor, guarded: guarded)
+                try await contend(unfenced, lease: lease, floor: floor)
             }
             output(result.jsonString)
         case "reader":
@@ -93,12 +90,10 @@ public struct BenchWorker: Sendable {
     }
 
     /// The contention loop: `writes` small writes, each timed from when it was ready to its
-    /// commit. `lease`, `floor` and `guarded` take turns of `burst` writes and pause before
-    /// asking again; `bounded` renews its turn after each `burst` writes (no pause) until a waiter
-    /// has waited past the budget, then releases and pauses; `busy` writes one at a time and lets
-    /// SQLite's busy timeout sort out who goes.
+    /// commit. `lease` and `floor` take turns of `burst` writes and pause before asking again;
+    /// `busy` writes one at a time and lets SQLite's busy timeout sort out who goes.
     private func contend(
-        _ unfenced: UnfencedStore, lease: WriterLease, floor: KernelLockFloor?, guarded: GuardedFloor?
+        _ unfenced: UnfencedStore, lease: WriterLease, floor: KernelLockFloor?
     ) async throws -> JSONValue {
         var latencies: [Double] = []
         var errors = 0
@@ -110,58 +105,22 @@ public struct BenchWorker: Sendable {
         // done and when its release returned (`CLOCK_MONOTONIC` ns, shared by every process),
         // so a turn can be taken apart into its hold and the hand-over after it.
         var turns: [JSONValue] = []
-        var renewing: WriterLease.Held?
-        defer { if let renewing { lease.release(renewing) } }
         while index < writes {
             let ready = clock.now
             do {
-                if mode == "bounded" {
-                    let held: WriterLease.Held
-                    if let renewed = renewing { held = renewed } else { held = try await lease.acquire() }
-                    renewing = nil
-                    do {
-                        var readyAt = ready
-                        for _ in 0..<min(burst, writes - index) {
-                            let row = row()
-                            try await unfenced.store.write(held.fence) { try $0.upsert(row, into: "writes") }
-                            latencies.append(BenchStats.seconds(clock.now - readyAt) * 1000)
-                            readyAt = clock.now
-                            index += 1
-                        }
-                    } catch {
-                        lease.release(held)
-                        throw error
-                    }
-                    // More work: keep the lease unless someone waited past the budget (no pause).
-                    if index < writes,
-                        let renewed = lease.renew(held, budget: .microseconds(budgetMicroseconds))
-                    {
-                        renewing = renewed
-                        continue
-                    }
-                    lease.release(held)  // nothing when the renewal released it
-                } else if mode == "busy" {
+                if mode == "busy" {
                     let row = row()
                     try await unfenced.write { try $0.upsert(row, into: "writes") }
                     latencies.append(BenchStats.seconds(clock.now - ready) * 1000)
                     index += 1
                 } else {
-                    // A turn: the lease, or the floor's bare kernel lock (with the lease's
-                    // bookkeeping, in the guarded mode) around the same writes.
+                    // A turn: the lease, or the floor's bare kernel lock, around the same writes.
                     let held = mode == "lease" ? try await lease.acquire() : nil
-                    if held == nil {
-                        try floor?.lock()
-                        try guarded?.lock()
-                    }
+                    if held == nil { try floor?.lock() }
                     let granted = MonotonicClock.nanos()
                     defer {
                         let written = MonotonicClock.nanos()
-                        if let held {
-                            lease.release(held)
-                        } else {
-                            floor?.unlock()
-                            guarded?.unlock()
-                        }
+                        if let held { lease.release(held) } else { floor?.unlock() }
                         turns.append([
                             .int(Int64(granted)), .int(Int64(written)), .int(Int64(MonotonicClock.nanos())),
                         ])
@@ -171,8 +130,6 @@ public struct BenchWorker: Sendable {
                         let row = row()
                         if let held {
                             try await unfenced.store.write(held.fence) { try $0.upsert(row, into: "writes") }
-                        } else if let guarded {
-                            try guarded.write(unfenced, row)
                         } else {
                             try Self.writeNow(row, unfenced)
                         }
@@ -224,7 +181,7 @@ final class KernelLockFloor: Sendable {
     private let fd: Int32
 
     init(path: String) throws {
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
             throw CLIError(message: "cannot open \(path): \(String(cString: strerror(errno)))")
         }

@@ -2,8 +2,8 @@ import BatonStore
 import Foundation
 
 /// Scenarios that need separate processes: contention (8 writers through the strictly fair
-/// lease and through the bounded lease vs. 8 writing directly with a busy timeout, and 8 taking
-/// the same turns through a bare kernel lock) and memory (peak RSS of a sync down, small vs. large).
+/// lease vs. 8 writing directly with a busy timeout, and 8 taking the same turns through a bare
+/// kernel lock) and memory (peak RSS of a sync down, small vs. large).
 struct ProcessBench {
     struct Contention {
         var writesPerSec: Double
@@ -14,31 +14,21 @@ struct ProcessBench {
         var errors: Int
     }
 
-    /// The contention modes, in the order each round runs them, by the name their figures go
-    /// under: the strictly fair lease, the bounded lease, the busy timeout, the bare kernel lock,
-    /// the bare kernel lock with the lease's bookkeeping (``GuardedFloor``), and the bare kernel
-    /// lock with longer turns (`floorN`: turns of N writes, the floor of a lease whose holders
-    /// keep it for more than one turn, as the bounded lease's do).
-    static let contentionModes: [(name: String, mode: String, burst: Int)] =
-        [
-            ("lease", "lease", 2), ("bounded", "bounded", 2), ("busy", "busy", 2), ("floor", "floor", 2),
-            ("guarded", "guarded", 2),
-        ]
-        + longerFloorTurns.map { ("floor\($0)", "floor", $0) }
-    /// The writes per turn of the floor's longer turns.
-    static let longerFloorTurns = [4, 5, 6]
+    /// The contention modes, in the order each round runs them (each is also the name its
+    /// figures go under): the strictly fair lease, the busy timeout and the bare kernel lock.
+    static let contentionModes = ["lease", "busy", "floor"]
 
     /// `runs` rounds of every mode, alternating; latencies pooled per mode.
-    static func alternatingContention(_ env: BenchEnvironment, runs: Int, budget: Duration) async throws
+    static func alternatingContention(_ env: BenchEnvironment, runs: Int) async throws
         -> [String: Contention]
     {
         var pooled: [String: (latencies: [Double], errors: Int, seconds: Double)] = [:]
         for _ in 0..<runs {
-            for (name, mode, burst) in contentionModes {
-                let run = try await contentionRun(env, mode: mode, budget: budget, burst: burst)
-                pooled[name, default: ([], 0, 0)].latencies += run.latencies
-                pooled[name, default: ([], 0, 0)].errors += run.errors
-                pooled[name, default: ([], 0, 0)].seconds += run.seconds
+            for mode in contentionModes {
+                let run = try await contentionRun(env, mode: mode)
+                pooled[mode, default: ([], 0, 0)].latencies += run.latencies
+                pooled[mode, default: ([], 0, 0)].errors += run.errors
+                pooled[mode, default: ([], 0, 0)].seconds += run.seconds
             }
         }
         return pooled.mapValues { run in
@@ -53,8 +43,7 @@ struct ProcessBench {
     /// One run: every worker sets up (store, soup, lease) and says it is ready; the clock starts
     /// when all are, so process start-up is not measured as contention.
     static func contentionRun(
-        _ env: BenchEnvironment, mode: String, budget: Duration = .milliseconds(2), burst: Int = 2,
-        processes: Int = 8, writes: Int = 200
+        _ env: BenchEnvironment, mode: String, processes: Int = 8, writes: Int = 200
     ) async throws -> (latencies: [Double], errors: Int, seconds: Double) {
         let shared = try env.freshDirectory()
         // The workers' soup, made before any of them starts (set-up, outside the contention).
@@ -69,8 +58,7 @@ struct ProcessBench {
                     [
                         "--mode", mode, "--dir", shared.path, "--writes", String(writes), "--name",
                         "w\(index)",
-                        "--wait-for-go", "--budget-us", String(budget.inNanoseconds / 1000),
-                        "--burst", String(burst),
+                        "--wait-for-go",
                     ]))
         }
         for worker in workers { try await worker.ready() }

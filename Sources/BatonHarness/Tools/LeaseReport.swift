@@ -78,11 +78,10 @@ public enum LeaseReport {
             )
         }
         let unleased = report.unleased == 0 ? "" : " (\(report.unleased) made outside any lease)"
-        let renewed = report.renewed == 0 ? "" : " (\(report.renewed) ended by a renewal)"
         return Audit(
             violations: [],
             summary:
-                "lease check passed: \(report.intervals) intervals\(renewed)\(folded), epochs strictly increasing, no overlaps; \(report.commits) commits by the holder of their epoch\(unleased)"
+                "lease check passed: \(report.intervals) intervals\(folded), epochs strictly increasing, no overlaps; \(report.commits) commits by the holder of their epoch\(unleased)"
         )
     }
 }

@@ -32,9 +32,6 @@ public struct SharedDirectory: Sendable, Hashable {
     public var setupLockPath: String { path + "/setup.lock" }
     /// `D/writer.lock`, the writer lease.
     public var writerLockPath: String { path + "/writer.lock" }
-    /// `D/writer.waiters`, who waits for the writer lease and since when (a holder that may
-    /// renew its turn reads it).
-    public var writerWaitersPath: String { path + "/writer.waiters" }
     /// `D/lifecycle`, one file per participant holding `foreground` or `background`.
     public var lifecyclePath: String { path + "/lifecycle" }
     /// `D/participants`, each participant's published state.

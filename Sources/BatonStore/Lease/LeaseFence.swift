@@ -9,8 +9,9 @@ public struct LeaseClosing: Sendable, Hashable {
         case released
         /// The next holder closed it: the holder died, or stopped renewing and was taken over.
         case takenOver = "taken-over"
-        /// The holder kept the lock for another turn (a bounded renewal): the next interval is
-        /// the same holder's.
+        /// The holder kept the lock for another turn: the next interval is the same holder's.
+        /// Only earlier builds wrote it (their bounded lease renewed turns; nothing does now), so a
+        /// lock file or lease history they left still reads.
         case renewed
 
         /// The letter the lock file's record writes for it.

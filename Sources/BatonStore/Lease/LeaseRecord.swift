@@ -81,8 +81,10 @@ extension StoreTransaction {
     /// Records that `name` (process `pid`) holds the writer lease under `epoch` (higher than the
     /// store's): closes the interval before it as `closing` says (if still open), appends the
     /// history row, and folds the oldest intervals when the history passes its limit. Call only
-    /// while holding the lease lock; a ``LeaseFence`` does, in its first write.
-    package func recordLeaseEpoch(
+    /// while holding the lease lock: a ``LeaseFence`` does, in its first write, and so does a
+    /// takeover (`SharedStore.takeOverLease`). Internal: outside BatonStore a holding is recorded
+    /// only through those two (and `beginLeaseEpoch(name:pid:)`, for tests).
+    func recordLeaseEpoch(
         _ epoch: Int64, name: String, pid: Int32, acquired: Int64, closing: LeaseClosing
     ) throws {
         knownLeaseEpoch = epoch

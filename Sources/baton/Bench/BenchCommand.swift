@@ -22,12 +22,6 @@ struct BenchCommand: AsyncParsableCommand {
             "Run only this scenario (repeat for several): ingest, lifecycle, takeover, waste, incremental, contention, readers, memory (default: all)."
     )
     var only: [String] = []
-    @Option(
-        name: .customLong("lease-budget-ms"),
-        help:
-            "Contention: how long a waiter waits before a holder of the bounded lease stops renewing its turns."
-    )
-    var leaseBudgetMs = 2.0
     @Flag(
         help:
             "Keep the scenarios' directories (stores, participants' logs) instead of deleting them, and print where they are."
@@ -41,9 +35,6 @@ struct BenchCommand: AsyncParsableCommand {
         guard (1...1000).contains(trials) else {
             throw ValidationError("--trials must be between 1 and 1000")
         }
-        guard leaseBudgetMs >= 0, leaseBudgetMs <= 10_000 else {
-            throw ValidationError("--lease-budget-ms must be between 0 and 10000")
-        }
         for name in only where !BenchSuite.scenarios.contains(name) {
             throw ValidationError(
                 "unknown scenario '\(name)'; use \(BenchSuite.scenarios.sorted().joined(separator: ", "))")
@@ -56,7 +47,6 @@ struct BenchCommand: AsyncParsableCommand {
         var suite = BenchSuite(
             records: records, trials: trials, only: only, baton: ChildProcesses.executablePath,
             progress: { CLIOutput.stderrLine("bench: \($0)") })
-        suite.leaseBudget = .microseconds(Int64(leaseBudgetMs * 1000))
         suite.keepDirectories = keep
         let (figures, table) = try await suite.run()
         for line in table { CLIOutput.line(line) }

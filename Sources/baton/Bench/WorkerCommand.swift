@@ -12,8 +12,6 @@ struct BenchWorkerCommand: AsyncParsableCommand {
     /// Lease mode: writes per turn, and the pause before a process asks for its next turn.
     @Option var burst = 2
     @Option(name: .customLong("pause-us")) var pauseMicroseconds = 300
-    /// Bounded mode: how long a waiter may wait before the holder stops renewing its turns.
-    @Option(name: .customLong("budget-us")) var budgetMicroseconds = 2_000
     @Option var name = "w"
     @Option var server: String?
     /// Print `ready` once set up, then start when a line arrives on stdin (or it closes).
@@ -22,7 +20,6 @@ struct BenchWorkerCommand: AsyncParsableCommand {
     func run() async throws {
         var worker = BenchWorker(mode: mode, dir: dir)
         (worker.writes, worker.burst, worker.pauseMicroseconds) = (writes, burst, pauseMicroseconds)
-        worker.budgetMicroseconds = budgetMicroseconds
         (worker.name, worker.server, worker.waitForGo) = (name, server, waitForGo)
         try await worker.run(output: CLIOutput.line)
     }
