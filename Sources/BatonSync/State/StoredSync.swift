@@ -4,7 +4,9 @@ import BatonStore
 /// (``UnreadableSync``). What listings read (`baton syncs`, `baton status`, a restart), so one bad
 /// row hides no other.
 public enum StoredSync: Sendable, Hashable {
+    /// A sync this version can run.
     case readable(SyncState)
+    /// A sync this version cannot run: what could be read of it, and what is wrong.
     case unreadable(UnreadableSync)
 
     /// The store-assigned id.

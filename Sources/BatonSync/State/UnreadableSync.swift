@@ -69,6 +69,7 @@ extension UnreadableSync: Encodable {
         case soupName = "soup"
     }
 
+    /// Encodes the keys above (`name` and `error` only when there is one).
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
