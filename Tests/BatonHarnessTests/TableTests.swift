@@ -79,13 +79,13 @@ struct TableTests {
                 soupName: "accounts",
                 status: "failed", error: Self.injected))
         let retry = SyncRetry(name: "accounts", attempt: 4, lastError: Self.injected, nextAttempt: 0)
-        let cell = SyncsReport.errorColumn(state, retry: retry)
+        let cell = SyncsReport.errorColumn(state.error, retry: retry)
         let error = try #require(cell.components(separatedBy: "; retry ").first)
         #expect(error.count <= SyncsReport.errorWidth)
         #expect(error.hasSuffix("…"))
         #expect(Self.wholeWords(error, of: Self.injected), "\(error)")
         #expect(cell.contains("; retry 5 at "), "\(cell)")
-        let table = SyncsReport(syncs: [state], retries: ["accounts": retry]).lines
+        let table = SyncsReport(syncs: [.readable(state)], retries: ["accounts": retry]).lines
         #expect(table[1].hasSuffix(String(cell.suffix(20))), "\(table[1])")
     }
 }

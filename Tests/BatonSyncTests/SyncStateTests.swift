@@ -2,6 +2,7 @@ import BatonStore
 import BatonSync
 import BatonTestSupport
 import Foundation
+import GRDB
 import Logging
 import Testing
 
@@ -40,6 +41,48 @@ struct SyncStateTests {
         }
         #expect(throws: SyncError.self) { try SyncState.byName("odd", store: store) }
         // The readable one still reads.
+        #expect(try SyncState.byId(1, store: store)?.status == .done)
+    }
+
+    @Test(
+        "one row that cannot be read hides no other: listed with what is wrong, naming it",
+        arguments: [
+            ("options", "{not json", "has options that are not a JSON object (malformed JSON at byte 1"),
+            ("target", "", "has a target that is not a JSON object (malformed JSON at byte 0"),
+            ("type", "syncSideways", "has an unknown type 'syncSideways'"),
+            ("status", "paused", "has an unknown status 'paused'"),
+            ("maxTimeStamp", "yesterday", "has a maxTimeStamp that is not an integer"),
+        ])
+    func oneBadRowHidesNoOther(column: String, value: String, problem: String) throws {
+        let (temp, store) = try store(
+            with: SyncStateRow(
+                name: "odd", type: "syncUp", target: ["type": "rest", "objectType": "Account"], options: [:],
+                soupName: "accounts", status: "failed", progress: 0, totalSize: -1, error: "HTTP 500"))
+        defer { _ = temp }
+        try DatabaseQueue(path: store.directory.storePath).write {
+            try $0.execute(sql: "UPDATE sync_state SET \(column) = ? WHERE id = 2", arguments: [value])
+        }
+
+        let listed = try StoredSync.all(store)
+        #expect(listed.map(\.id) == [1, 2])
+        #expect(listed.map(\.name) == ["fine", "odd"])
+        guard case .readable(let fine) = listed[0], case .unreadable(let odd) = listed[1] else {
+            Issue.record("listed: \(listed)")
+            return
+        }
+        #expect(fine.status == .done)
+        #expect(odd.problem.hasPrefix(problem), "\(odd.problem)")
+        #expect(odd.error == "HTTP 500" && odd.soupName == "accounts")
+        #expect(odd.cause.message.hasPrefix("sync 'odd' (#2) in the store \(problem)"), "\(odd.cause)")
+        // By status too: the bad row is listed under its stored status, the good one under its own.
+        #expect(try StoredSync.all(store, status: .done).map(\.id) == [1])
+        // The strict reads throw the cause, naming the sync, never a bare parse error.
+        #expect {
+            try SyncState.all(store)
+        } throws: { error in
+            (error as? SyncError)?.code == .unreadableSync && "\(error)".contains("'odd' (#2)")
+        }
+        #expect(throws: SyncError.self) { try SyncState.byId(2, store: store) }
         #expect(try SyncState.byId(1, store: store)?.status == .done)
     }
 }

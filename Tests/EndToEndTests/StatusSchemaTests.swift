@@ -60,7 +60,8 @@ extension HeavyEndToEnd {
         }
 
         @Test(
-            "status --json and D/participants/NAME.json of a writer with a failing sync and a refused signal")
+            "status --json and D/participants/NAME.json of a writer with a failing sync, a refused signal and a sync it cannot read"
+        )
         func schemas() async throws {
             let (statusSchema, participantSchema) = try Self.documentedSchemas()
             let f = try await CoordinatorFixture(records: 5)
@@ -90,6 +91,13 @@ extension HeavyEndToEnd {
                 required.subtracting(written).isEmpty,
                 "documented, not written: \(required.subtracting(written))")
 
+            // A sync written by another version: `status` lists it as one it cannot read.
+            try storeSQL(
+                f.dir,
+                """
+                INSERT INTO sync_state (name, type, target, options, soupName, status)
+                VALUES ('sideways', 'syncSideways', '{}', '{}', 'accounts', 'done')
+                """)
             let status = try await BatonProcess.run(["status", "--dir", f.dir, "--json"])
             #expect(status.status == 0, "\(status.stderr)")
             let shown = Self.paths(try JSONValue(parsing: status.stdout))

@@ -201,7 +201,9 @@ extension Participant {
     // MARK: - Syncs
 
     /// Fences the manager's writes with `held`, registers the configured soups, recovers syncs a
-    /// dead writer left running, restarts the stopped ones and runs the configured ones.
+    /// dead writer left running, restarts the stopped ones and runs the configured ones. A sync
+    /// that cannot be read stops none of this: the manager sets it aside (`failed`, with why),
+    /// and a configured one is retried from ``Input/syncSetAside(_:)``.
     func becomeWriter(_ held: WriterLease.Held) async -> [Machine.Event] {
         await manager.setWriteAccess(held.access)
         var outcome: Machine.Event
@@ -216,10 +218,16 @@ extension Participant {
             let restarted = try await manager.restart(restartStoppedSyncs: true)
             log.log("manager.restarted", ["resumed": .array(restarted.map { .int($0.id) })])
             let resumed = Set(restarted.compactMap(\.name))
+            var setAside: Set<String> = []
             for sync in configuration.syncs where !resumed.contains(sync.name) {
-                try await runConfigured(sync)
+                do {
+                    try await runConfigured(sync)
+                } catch let error as SyncError where error.code == .unreadableSync {
+                    // Set aside and reported by the manager; its retry runs it once repaired.
+                    setAside.insert(sync.name)
+                }
             }
-            for case .down(let name, _, _, _, true) in configuration.syncs {
+            for case .down(let name, _, _, _, true) in configuration.syncs where !setAside.contains(name) {
                 guard let state = try await manager.getSyncStatus(name: name) else { continue }
                 queueGhostCleaning(syncId: state.id, name: name)
             }
@@ -243,8 +251,11 @@ extension Participant {
         return events
     }
 
+    /// Runs a configured sync: reSyncs its stored state, or creates it.
+    ///
+    /// - Throws: `unreadableSync` when its stored state cannot be read (the manager set it aside).
     func runConfigured(_ sync: ConfiguredSync) async throws {
-        if let existing = try await manager.getSyncStatus(name: sync.name) {
+        if let existing = try StoredSync.byName(sync.name, store: store) {
             // Persisted `running` but not running here (its end could not be written): the
             // manager resumes it; one it runs already answers `alreadyRunning`.
             do {

@@ -42,6 +42,8 @@ public actor Participant: Service {
         /// A takeover waits for a holder that keeps SQLite's write lock (nil: no longer).
         case leaseBlocked(WriterLease.Blocked?)
         case syncUpdate(SyncState)
+        /// The manager set aside a sync it cannot run (its row cannot be read).
+        case syncSetAside(SetAsideSync)
         case timerFired(Machine.TimerID)
         case localEditEnded
         /// A status write ended: nil when it succeeded, else its error.
@@ -230,6 +232,7 @@ public actor Participant: Service {
         let (log, broadcaster) = (self.log, self.broadcaster)
         await manager.setObserver { Self.record(.sync($0), log: log, broadcaster: broadcaster) }
         let updates = await manager.updates()
+        let setAsides = await manager.setAsideSyncs()
         let (manager, sink, logger) = (self.manager, self.sink, self.logger)
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -244,6 +247,9 @@ public actor Participant: Service {
             }
             group.addTask {
                 for await update in updates { sink.yield(.syncUpdate(update)) }
+            }
+            group.addTask {
+                for await sync in setAsides { sink.yield(.syncSetAside(sync)) }
             }
             sink.yield(.directory(.rescan("start")))
             for await input in inbox {
@@ -294,6 +300,11 @@ public actor Participant: Service {
                 }
             }
             return await feed(.managerState(await manager.state))
+        case .syncSetAside(let sync):
+            record(.syncSetAside(id: sync.id, name: sync.name, error: sync.error.message))
+            // A configured one is retried as a failed sync is: once its row is repaired, it runs.
+            guard let name = sync.name else { return false }
+            return await feed(syncFailed(name, error: sync.error.message))
         case .timerFired(let id):
             timers[id] = nil
             return await feed(.timerFired(id))

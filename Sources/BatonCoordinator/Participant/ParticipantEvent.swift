@@ -26,6 +26,9 @@ public enum ParticipantEvent: Sendable, Hashable {
     case manager(ManagerStateMachine.State)
     /// A sync's state was persisted (progress, status).
     case sync(SyncState)
+    /// A sync it cannot run (its row cannot be read, or holds a type or status this version
+    /// does not know) was set aside: `failed`, with `error`, naming it. The others go on.
+    case syncSetAside(id: Int64, name: String?, error: String)
     /// A failed configured sync runs again after `delay` (`attempt` failures in a row).
     case syncRetry(name: String, attempt: Int, delay: Duration)
     /// A local edit committed under `epoch`.
@@ -45,6 +48,7 @@ public enum ParticipantEvent: Sendable, Hashable {
         case .leaseBlocked(let blocked): blocked == nil ? "lease.unblocked" : "lease.blocked"
         case .manager: "manager"
         case .sync: "sync"
+        case .syncSetAside: "sync.setAside"
         case .syncRetry: "sync.retry"
         case .localWrite: "local.write"
         case .problem(let text): text == nil ? "problem.cleared" : "problem"
@@ -88,6 +92,8 @@ public enum ParticipantEvent: Sendable, Hashable {
                 "progress": .int(Int64(state.progress)), "totalSize": .int(Int64(state.totalSize)),
                 "maxTimeStamp": .int(state.maxTimeStamp),
             ]
+        case .syncSetAside(let id, let name, let error):
+            return ["id": .int(id), "name": name.map(JSONValue.string) ?? .null, "error": .string(error)]
         case .syncRetry(let name, let attempt, let delay):
             return [
                 "name": .string(name), "attempt": .int(Int64(attempt)),

@@ -1,5 +1,6 @@
 import BatonCoordinator
 import BatonStore
+import BatonSync
 import Foundation
 
 extension ProcessState {
@@ -29,6 +30,8 @@ public struct CoordinatorSnapshot {
     var heartbeatAgeMillis: Double?
     var syncCounts: [String: Int]
     public var syncStatuses: [String: String]
+    /// The syncs this version cannot read (set aside by the writer when it meets them).
+    public var unreadableSyncs: [UnreadableSync]
     /// The shared directory's path, as given.
     var directory: String
 
@@ -44,7 +47,7 @@ public struct CoordinatorSnapshot {
         else {
             return CoordinatorSnapshot(
                 writer: nil, participants: participants, heartbeat: heartbeat, heartbeatAgeMillis: age,
-                syncCounts: [:], syncStatuses: [:], directory: path)
+                syncCounts: [:], syncStatuses: [:], unreadableSyncs: [], directory: path)
         }
         return try store.read { reader in
             // The lock file names the holder (one that has not written yet is not in the store's
@@ -62,11 +65,23 @@ public struct CoordinatorSnapshot {
                     history.last { $0.epoch == record.epoch }?.name ?? status?.name ?? "pid \(record.pid)"
                 return alive && !letGo ? Writer(name: name, pid: record.pid, epoch: record.epoch) : nil
             }
+            // Every sync, one this version cannot read included (by its stored status).
             var statuses: [String: String] = [:]
-            for row in try reader.syncStates() { if let name = row.name { statuses[name] = row.status } }
+            var unreadable: [UnreadableSync] = []
+            for stored in try StoredSync.all(in: reader) {
+                switch stored {
+                case .readable(let state):
+                    if let name = state.name { statuses[name] = state.status.rawValue }
+                case .unreadable(let sync):
+                    if let name = sync.name { statuses[name] = sync.status }
+                    unreadable.append(sync)
+                }
+            }
             return CoordinatorSnapshot(
                 writer: writer, participants: participants, heartbeat: heartbeat, heartbeatAgeMillis: age,
-                syncCounts: try reader.syncStatusCounts(), syncStatuses: statuses, directory: path)
+                syncCounts: try reader.syncStatusCounts(), syncStatuses: statuses,
+                unreadableSyncs: unreadable,
+                directory: path)
         }
     }
 
@@ -125,6 +140,7 @@ extension CoordinatorSnapshot: Encodable {
         var leaseTermMs: Int64?
         var participants: [Participant]
         var syncs: [String: Int]
+        var unreadableSyncs: [UnreadableSync]
 
         init(_ snapshot: CoordinatorSnapshot) {
             writer = snapshot.writer.map {
@@ -139,16 +155,18 @@ extension CoordinatorSnapshot: Encodable {
                     heartbeatAgeMs: snapshot.heartbeatAge(of: $0.pid))
             }
             syncs = snapshot.syncCounts
+            unreadableSyncs = snapshot.unreadableSyncs
         }
 
         /// The writer is `null` when there is none (not left out), so a script can test it.
-        enum CodingKeys: String, CodingKey { case writer, leaseTermMs, participants, syncs }
+        enum CodingKeys: String, CodingKey { case writer, leaseTermMs, participants, syncs, unreadableSyncs }
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(writer, forKey: .writer)
             try container.encodeIfPresent(leaseTermMs, forKey: .leaseTermMs)
             try container.encode(participants, forKey: .participants)
             try container.encode(syncs, forKey: .syncs)
+            if !unreadableSyncs.isEmpty { try container.encode(unreadableSyncs, forKey: .unreadableSyncs) }
         }
     }
 }
@@ -217,6 +235,11 @@ extension CoordinatorSnapshot {
         }
         let counts = snapshot.syncCounts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
         lines.append("syncs: \(counts.isEmpty ? "none" : counts.joined(separator: " "))")
+        for sync in snapshot.unreadableSyncs {
+            lines.append(
+                "unreadable sync: \(UnreadableSyncRow.label(id: sync.id, name: sync.name)), \(sync.status): \(sync.problem)"
+            )
+        }
         return lines
     }
 

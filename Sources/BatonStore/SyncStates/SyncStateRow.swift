@@ -64,47 +64,124 @@ public struct SyncStateRow: Sendable, Hashable {
         self.resumeAfterId = resumeAfterId
     }
 
+    /// Reads a stored row, column by column.
+    ///
+    /// - Throws: ``UnreadableSyncRow`` naming the sync and each column that does not hold what it
+    ///   should (never what it holds).
     init(row: Row) throws {
-        self.init(
-            id: row["id"], name: row["name"], type: row["type"],
-            target: try JSONObject(parsingObject: row["target"]),
-            options: try JSONObject(parsingObject: row["options"]),
-            soupName: row["soupName"], status: row["status"], progress: row["progress"],
-            totalSize: row["totalSize"],
-            maxTimeStamp: row["maxTimeStamp"], startTime: row["startTime"], endTime: row["endTime"],
-            error: row["error"], modifiedSince: row["modifiedSince"], runServerTime: row["runServerTime"],
-            resumeAfterId: row["resumeAfterId"])
+        self = try Self.read(row).get()
+    }
+
+    /// The stored row, or what could be read of it and what is wrong.
+    static func read(_ row: Row) -> Result<SyncStateRow, UnreadableSyncRow> {
+        // The id is the table's INTEGER PRIMARY KEY (SQLite's rowid): always an integer.
+        let id: Int64 = row["id"]
+        var problems: [String] = []
+        // GRDB's own decoding error would quote the row: the problem names the column only.
+        func column<Value: DatabaseValueConvertible>(_ name: String, _ kind: String, else fallback: Value)
+            -> Value
+        {
+            do {
+                return try row.decode(Value.self, forColumn: name)
+            } catch {
+                problems.append("a \(name) that is not \(kind)")
+                return fallback
+            }
+        }
+        func object(_ name: String, _ what: String) -> JSONObject {
+            let text: String = column(name, "text", else: "{}")
+            do {
+                return try JSONObject(parsingObject: text)
+            } catch {
+                problems.append("\(what) not a JSON object (\(error))")
+                return [:]
+            }
+        }
+        let name: String? = column("name", "text", else: nil)
+        let type: String = column("type", "text", else: "?")
+        let target = object("target", "a target that is")
+        let options = object("options", "options that are")
+        let soupName: String = column("soupName", "text", else: "?")
+        let status: String = column("status", "text", else: "?")
+        let progress: Int = column("progress", "an integer", else: 0)
+        let totalSize: Int = column("totalSize", "an integer", else: -1)
+        let maxTimeStamp: Int64 = column("maxTimeStamp", "an integer", else: -1)
+        let startTime: Int64? = column("startTime", "an integer", else: nil)
+        let endTime: Int64? = column("endTime", "an integer", else: nil)
+        let error: String? = column("error", "text", else: nil)
+        let modifiedSince: Int64? = column("modifiedSince", "an integer", else: nil)
+        let runServerTime: Int64? = column("runServerTime", "an integer", else: nil)
+        let resumeAfterId: String? = column("resumeAfterId", "text", else: nil)
+        guard problems.isEmpty else {
+            return .failure(
+                UnreadableSyncRow(
+                    id: id, name: name, type: type, status: status, soupName: soupName, error: error,
+                    problem: "has " + problems.joined(separator: " and ")))
+        }
+        return .success(
+            SyncStateRow(
+                id: id, name: name, type: type, target: target, options: options, soupName: soupName,
+                status: status, progress: progress, totalSize: totalSize, maxTimeStamp: maxTimeStamp,
+                startTime: startTime, endTime: endTime, error: error, modifiedSince: modifiedSince,
+                runServerTime: runServerTime, resumeAfterId: resumeAfterId))
     }
 }
 
 extension StoreReader {
-    /// Every sync state, by id.
+    /// Every sync state (only those with `status`, when given), by id.
+    ///
+    /// - Throws: ``UnreadableSyncRow`` for the first row that cannot be read
+    ///   (``syncStateEntries(status:)`` gives the others too).
     public func syncStates(status: String? = nil) throws -> [SyncStateRow] {
+        try syncStateEntries(status: status).map { try $0.get() }
+    }
+
+    /// Every sync state (only those with `status`, when given), by id; a row that cannot be read
+    /// is in its place as an ``UnreadableSyncRow``, so one bad row hides no other.
+    ///
+    /// - Throws: `StoreError` only when the store cannot be read.
+    public func syncStateEntries(status: String? = nil) throws -> [Result<SyncStateRow, UnreadableSyncRow>] {
         if let status {
             return try Row.fetchAll(
                 cached("SELECT * FROM sync_state WHERE status = ? ORDER BY id"), arguments: [status]
             )
-            .map(SyncStateRow.init(row:))
+            .map(SyncStateRow.read)
         }
-        return try Row.fetchAll(cached("SELECT * FROM sync_state ORDER BY id")).map(SyncStateRow.init(row:))
+        return try Row.fetchAll(cached("SELECT * FROM sync_state ORDER BY id")).map(SyncStateRow.read)
     }
 
     /// The sync state with this id, or `nil`.
+    ///
+    /// - Throws: ``UnreadableSyncRow`` when its row cannot be read.
     public func syncState(id: Int64) throws -> SyncStateRow? {
-        try Row.fetchOne(cached("SELECT * FROM sync_state WHERE id = ?"), arguments: [id]).map(
-            SyncStateRow.init(row:))
+        try syncStateEntry(id: id)?.get()
     }
 
     /// The sync state with this name, or `nil`.
+    ///
+    /// - Throws: ``UnreadableSyncRow`` when its row cannot be read.
     public func syncState(name: String) throws -> SyncStateRow? {
-        try Row.fetchOne(cached("SELECT * FROM sync_state WHERE name = ?"), arguments: [name])
-            .map(SyncStateRow.init(row:))
+        try syncStateEntry(name: name)?.get()
     }
 
-    /// Counts of sync states by status.
+    /// The sync state with this id, or what could be read of it; `nil` when there is none.
+    public func syncStateEntry(id: Int64) throws -> Result<SyncStateRow, UnreadableSyncRow>? {
+        try Row.fetchOne(cached("SELECT * FROM sync_state WHERE id = ?"), arguments: [id]).map(
+            SyncStateRow.read)
+    }
+
+    /// The sync state with this name, or what could be read of it; `nil` when there is none.
+    public func syncStateEntry(name: String) throws -> Result<SyncStateRow, UnreadableSyncRow>? {
+        try Row.fetchOne(cached("SELECT * FROM sync_state WHERE name = ?"), arguments: [name])
+            .map(SyncStateRow.read)
+    }
+
+    /// Counts of sync states by status (as stored: one this version does not know counts too).
     public func syncStatusCounts() throws -> [String: Int] {
         var counts: [String: Int] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT status, count(*) AS n FROM sync_state GROUP BY status") {
+        // As text: a status written by hand as a blob is counted, not a decoding crash.
+        let sql = "SELECT CAST(status AS TEXT) AS status, count(*) AS n FROM sync_state GROUP BY 1"
+        for row in try Row.fetchAll(db, sql: sql) {
             counts[row["status"]] = row["n"]
         }
         return counts
@@ -158,6 +235,17 @@ extension StoreTransaction {
         guard db.changesCount > 0 else {
             throw StoreError(.unknownSync, "sync \(state.id) no longer exists")
         }
+    }
+
+    /// Sets a sync's status, error and end time, touching no other column: how the writer sets
+    /// aside a sync whose row it cannot read whole (no ``SyncStateRow`` of it can be written back).
+    /// Returns whether the row exists.
+    @discardableResult
+    public func setSyncStatus(id: Int64, status: String, error: String, endTime: Int64) throws -> Bool {
+        try db.execute(
+            sql: "UPDATE sync_state SET status = ?, error = ?, endTime = ? WHERE id = ?",
+            arguments: [status, error, endTime, id])
+        return db.changesCount > 0
     }
 
     /// Deletes a sync state; returns whether it existed.

@@ -22,8 +22,10 @@ extension SyncManager {
             cancelRequested.remove(job.syncId)
             return nil
         case .run:
-            guard var state = try? SyncState.byId(job.syncId, store: store) else {
-                resumeSyncWaiters(job.syncId, nil)
+            // One that cannot be read is set aside (`failed`, with why), never dropped silently;
+            // its waiters resume in `execute`, with nil.
+            guard var state = await readForRun(job) else {
+                cancelRequested.remove(job.syncId)
                 return nil
             }
             do {
@@ -54,5 +56,35 @@ extension SyncManager {
             await persistFinal(state, onUpdate: job.onUpdate)
             return state
         }
+    }
+}
+
+extension SyncManager {
+    /// The sync's target, rebuilt from its stored description.
+    ///
+    /// - Throws: `unreadableSync` naming the sync when this version cannot build it (a type it
+    ///   does not know, written by another version or by hand): the run ends `failed` with it.
+    func syncDownTarget(of state: SyncState) throws -> any SyncDownTarget {
+        do {
+            return try factory.syncDownTarget(from: state.target)
+        } catch {
+            throw Self.unusableTarget(state, error)
+        }
+    }
+
+    /// As ``syncDownTarget(of:)``, for a sync up.
+    func syncUpTarget(of state: SyncState) throws -> any SyncUpTarget {
+        do {
+            return try factory.syncUpTarget(from: state.target)
+        } catch {
+            throw Self.unusableTarget(state, error)
+        }
+    }
+
+    static func unusableTarget(_ state: SyncState, _ error: any Error) -> SyncError {
+        SyncError(
+            .unreadableSync,
+            "sync \(UnreadableSyncRow.label(id: state.id, name: state.name)) in the store has a target this version cannot use (\(error)); it does not run until it is repaired"
+        )
     }
 }

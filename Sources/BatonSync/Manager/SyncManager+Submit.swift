@@ -63,13 +63,15 @@ extension SyncManager {
     /// after `stopped` (or `failed`) it resumes its run after the last record saved. A `new` sync
     /// runs from the start.
     ///
-    /// - Throws: `alreadyRunning` for a running sync, `unknownSync`, `notAcceptingSyncs`.
+    /// A sync this version cannot read is set aside (`failed`, with why; ``setAsideSyncs()``)
+    /// and its cause thrown; once its row is repaired, the next reSync runs it.
+    ///
+    /// - Throws: `alreadyRunning` for a running sync, `unknownSync`, `notAcceptingSyncs`,
+    ///   `unreadableSync`.
     @discardableResult
     public func reSync(id: Int64, onUpdate: SyncUpdateBlock? = nil) async throws -> SyncState {
         try requireAccepting("reSync")
-        guard let state = try SyncState.byId(id, store: store) else {
-            throw SyncError(.unknownSync, "no sync with id \(id)")
-        }
+        let state = try await runnable(StoredSync.byId(id, store: store), missing: "no sync with id \(id)")
         return try await submit(state, onUpdate: onUpdate)
     }
 
@@ -77,10 +79,29 @@ extension SyncManager {
     @discardableResult
     public func reSync(name: String, onUpdate: SyncUpdateBlock? = nil) async throws -> SyncState {
         try requireAccepting("reSync")
-        guard let state = try SyncState.byName(name, store: store) else {
-            throw SyncError(.unknownSync, "no sync named '\(name)'")
-        }
+        let state = try await runnable(
+            StoredSync.byName(name, store: store), missing: "no sync named '\(name)'")
         return try await submit(state, onUpdate: onUpdate)
+    }
+
+    /// The state of a stored sync to run again.
+    ///
+    /// - Throws: `unknownSync` (`missing`) when there is none; `alreadyRunning` for one queued or
+    ///   running (an unreadable one is set aside when its job reaches it); otherwise, for one
+    ///   this version cannot read, its cause, once it is set aside.
+    func runnable(_ stored: StoredSync?, missing: String) async throws -> SyncState {
+        switch stored {
+        case .readable(let state):
+            return state
+        case .unreadable(let sync):
+            guard !isRunQueuedOrRunning(sync.id) else {
+                throw SyncError(.alreadyRunning, "sync \(sync.name ?? String(sync.id)) is already running")
+            }
+            await setAside(sync)
+            throw sync.cause
+        case nil:
+            throw SyncError(.unknownSync, missing)
+        }
     }
 
     /// Deletes the local records of a sync down that its query no longer matches on the server
@@ -99,7 +120,7 @@ extension SyncManager {
                 .wrongSyncType, "clean resync ghosts applies to sync downs; sync \(id) is a sync up")
         }
         return try await withCheckedThrowingContinuation { continuation in
-            enqueue(Job(syncId: id, kind: .cleanGhosts(continuation), onUpdate: nil))
+            enqueue(Job(syncId: id, name: state.name, kind: .cleanGhosts(continuation), onUpdate: nil))
         }
     }
 
@@ -143,6 +164,7 @@ extension SyncManager {
             throw SyncError(.alreadyRunning, "sync \(state.name ?? String(state.id)) is already running")
         }
         unpersistedFinals[state.id] = nil
+        unpersistedSetAsides[state.id] = nil
         var running = state
         running.status = .running
         running.progress = 0
@@ -159,7 +181,7 @@ extension SyncManager {
             await persistFinal(running, onUpdate: onUpdate)
             return running
         }
-        enqueue(Job(syncId: state.id, kind: .run, onUpdate: onUpdate))
+        enqueue(Job(syncId: state.id, name: state.name, kind: .run, onUpdate: onUpdate))
         return running
     }
 }

@@ -17,7 +17,7 @@ extension SyncManager {
     /// lock held elsewhere) throws with `state` at the last committed page, so the run resumes
     /// there and fetches the failed page again.
     func runSyncDown(_ state: inout SyncState, onUpdate: SyncUpdateBlock?) async throws {
-        let target = try factory.syncDownTarget(from: state.target)
+        let target = try syncDownTarget(of: state)
         let resumable = target.resumesAfterId
         try checkForStop(state.id)
         var page = try await target.startFetch(state.position.fetchStart(resumesAfterId: resumable))
@@ -99,7 +99,7 @@ extension SyncManager {
         guard let state = try SyncState.byId(syncId, store: store) else {
             throw SyncError(.unknownSync, "no sync with id \(syncId)")
         }
-        let target = try factory.syncDownTarget(from: state.target)
+        let target = try syncDownTarget(of: state)
         let soup = state.soupName
         let idField = target.idFieldName
         try checkForStop(syncId)

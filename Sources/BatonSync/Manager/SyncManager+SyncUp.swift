@@ -7,7 +7,7 @@ extension SyncManager {
     /// crash between the server's create and the local update never makes a duplicate. A record
     /// the server refuses keeps its flags and gets `__last_error__`; the sync still ends `done`.
     func runSyncUp(_ state: inout SyncState, onUpdate: SyncUpdateBlock?) async throws {
-        let target = try factory.syncUpTarget(from: state.target)
+        let target = try syncUpTarget(of: state)
         let soup = state.soupName
         let tree = target as? any TreeSyncUpTarget
         // A parent-children sync goes tree by tree: each dirty parent, and each parent with a

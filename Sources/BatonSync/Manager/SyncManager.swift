@@ -33,6 +33,9 @@ public actor SyncManager {
         }
 
         var syncId: Int64
+        /// The sync's name when it was queued: it names the sync in a failure if its row cannot
+        /// be read when the job runs.
+        var name: String?
         var kind: Kind
         var onUpdate: SyncUpdateBlock?
     }
@@ -58,6 +61,9 @@ public actor SyncManager {
     /// Final states (`done`, `failed`, `stopped`) that could not be persisted, by sync id; a
     /// background task keeps trying (see ``persistFinal(_:onUpdate:)``).
     var unpersistedFinals: [Int64: SyncState] = [:]
+    /// The errors of syncs set aside whose `failed` could not be persisted, by sync id; the same
+    /// task keeps trying (see ``setAside(id:name:cause:unchanged:)``).
+    var unpersistedSetAsides: [Int64: String] = [:]
     var finalsFlusher: Task<Void, Never>?
     /// Called with every persisted state, in order, before ``updates()`` hears of it.
     var observer: (@Sendable (SyncState) -> Void)?
@@ -69,6 +75,7 @@ public actor SyncManager {
     /// milliseconds would otherwise hold from the work that reacts to a stop.
     nonisolated let saveQueue = DispatchQueue(label: "baton.sync.page-save")
     let broadcaster = Broadcaster<SyncState>(buffering: 1024)
+    let setAsides = Broadcaster<SetAsideSync>(buffering: 256)
     nonisolated let wakeups: AsyncStream<Void>
     nonisolated let wake: AsyncStream<Void>.Continuation
 
@@ -116,6 +123,7 @@ public actor SyncManager {
         defer {
             isRunning = false
             broadcaster.finish()
+            setAsides.finish()
         }
         let wake = self.wake
         await withTaskCancellationHandler {
@@ -144,7 +152,7 @@ public actor SyncManager {
             task.cancel()
         }
         current = nil
-        resumeSyncWaiters(job.syncId, final ?? (try? SyncState.byId(job.syncId, store: store)))
+        resumeSyncWaiters(job.syncId, final ?? stateForWaiters(job.syncId))
         _ = machine.taskEnded(remaining: queue.count + finishingQueued)
         resumeStopWaitersIfStopped()
     }
@@ -220,6 +228,7 @@ public actor SyncManager {
     /// Accepts syncs again. Allowed when stopping (it waits for running syncs to end) or
     /// stopped. With `restartStoppedSyncs`, every stopped sync down and sync up is reSynced in
     /// id order and `onUpdate` hears of them; otherwise they stay stopped for the app to reSync.
+    /// A stopped sync this version cannot read is set aside (``setAsideSyncs()``), not restarted.
     ///
     /// - Returns: the syncs it restarted.
     @discardableResult
@@ -233,8 +242,12 @@ public actor SyncManager {
         notAcceptingHint = nil
         guard restartStoppedSyncs else { return [] }
         var restarted: [SyncState] = []
-        for sync in try SyncState.getSyncsWithStatus(store, .stopped) where !isQueuedOrRunning(sync.id) {
-            restarted.append(try await reSync(id: sync.id, onUpdate: onUpdate))
+        for stored in try StoredSync.all(store, status: .stopped) where !isQueuedOrRunning(stored.id) {
+            switch stored {
+            case .readable(let sync): restarted.append(try await reSync(id: sync.id, onUpdate: onUpdate))
+            // One this version cannot run stops no other: it is set aside (`failed`, with why).
+            case .unreadable(let sync): await setAside(sync)
+            }
         }
         return restarted
     }
@@ -246,7 +259,10 @@ public actor SyncManager {
     /// - Precondition: `access` writes to this manager's store.
     public func setWriteAccess(_ access: WriteAccess?) {
         precondition(access == nil || access?.store === store, "the write access is for another store")
-        if access != writeAccess { unpersistedFinals.removeAll() }
+        if access != writeAccess {
+            unpersistedFinals.removeAll()
+            unpersistedSetAsides.removeAll()
+        }
         writeAccess = access
     }
 
@@ -264,9 +280,12 @@ public actor SyncManager {
         return writeAccess
     }
 
-    /// The sync ids whose final state (`done`, `failed`, `stopped`) was reported but could not
-    /// be persisted yet (a full disk, a lock held elsewhere); the manager keeps trying.
-    public var unpersistedSyncIds: [Int64] { unpersistedFinals.keys.sorted() }
+    /// The sync ids whose final state (`done`, `failed`, `stopped`, or `failed` for a sync set
+    /// aside) was reported but could not be persisted yet (a full disk, a lock held elsewhere);
+    /// the manager keeps trying.
+    public var unpersistedSyncIds: [Int64] {
+        Set(unpersistedFinals.keys).union(unpersistedSetAsides.keys).sorted()
+    }
 
     /// Sets the hint added to "not accepting" errors (e.g. the current writer's name).
     public func setNotAcceptingHint(_ hint: String?) {
@@ -290,7 +309,18 @@ public actor SyncManager {
         if !ids.isEmpty {
             logger.info("recovered interrupted syncs", metadata: ["baton.syncs": "\(ids)"])
             for id in ids {
-                if let state = try? SyncState.byId(id, store: store) { notify(state, onUpdate: nil) }
+                do {
+                    // A sync that cannot be read (set aside by the restart) or was deleted since
+                    // has no state to tell.
+                    if case .readable(let state) = try StoredSync.byId(id, store: store) {
+                        notify(state, onUpdate: nil)
+                    }
+                } catch {
+                    // The recovery committed; only listeners miss hearing of it.
+                    logger.warning(
+                        "could not read a recovered sync to tell listeners",
+                        metadata: ["baton.sync": "\(id)", "baton.error": "\(error)"])
+                }
             }
         }
         return ids
@@ -299,9 +329,10 @@ public actor SyncManager {
     // MARK: - Waiting and reading
 
     /// Waits for the sync's queued or running work to end; returns its state then (at once if
-    /// nothing is queued or running for it).
+    /// nothing is queued or running for it): nil when there is none, or when it cannot be read
+    /// (``StoredSync/byId(_:store:)`` says why; a job of it that met it so set it aside).
     public func waitForSync(id: Int64) async -> SyncState? {
-        if !isQueuedOrRunning(id) { return try? SyncState.byId(id, store: store) }
+        if !isQueuedOrRunning(id) { return stateForWaiters(id) }
         return await withCheckedContinuation { syncWaiters[id, default: []].append($0) }
     }
 
@@ -319,6 +350,21 @@ public actor SyncManager {
         return current.map { isRun($0.job) } == true || queue.contains(where: isRun)
     }
 
+    /// The sync's persisted state for its waiters; nil when there is none to give: deleted, a
+    /// row that cannot be read, or a read that failed (logged here).
+    func stateForWaiters(_ id: Int64) -> SyncState? {
+        do {
+            return try SyncState.byId(id, store: store)
+        } catch let error as SyncError where error.code == .unreadableSync {
+            return nil  // a job that met it logged it and set it aside; a listing shows why
+        } catch {
+            logger.warning(
+                "could not read a sync's state for its waiters; they get nil",
+                metadata: ["baton.sync": "\(id)", "baton.error": "\(error)"])
+            return nil
+        }
+    }
+
     func resumeSyncWaiters(_ id: Int64, _ state: SyncState?) {
         guard !isQueuedOrRunning(id) else { return }
         let waiters = syncWaiters.removeValue(forKey: id) ?? []
@@ -326,11 +372,16 @@ public actor SyncManager {
     }
 
     /// The sync's persisted state.
+    ///
+    /// - Throws: `unreadableSync` naming it when this version cannot read it
+    ///   (``StoredSync/byId(_:store:)`` tells what could be read).
     public func getSyncStatus(id: Int64) throws -> SyncState? {
         try SyncState.byId(id, store: store)
     }
 
     /// The sync's persisted state, by name.
+    ///
+    /// - Throws: as ``getSyncStatus(id:)``.
     public func getSyncStatus(name: String) throws -> SyncState? {
         try SyncState.byName(name, store: store)
     }
@@ -346,12 +397,12 @@ public actor SyncManager {
         guard existed else { throw SyncError(.unknownSync, "no sync with id \(id)") }
     }
 
-    /// Deletes a sync's state by name.
+    /// Deletes a sync's state by name (one this version cannot read too).
     public func deleteSync(name: String) async throws {
-        guard let state = try SyncState.byName(name, store: store) else {
+        guard let stored = try StoredSync.byName(name, store: store) else {
             throw SyncError(.unknownSync, "no sync named '\(name)'")
         }
-        try await deleteSync(id: state.id)
+        try await deleteSync(id: stored.id)
     }
 
     /// Asks one sync to stop at its next check (it becomes `stopped`, resumable); the manager
@@ -412,70 +463,6 @@ public actor SyncManager {
         }.value
     }
 
-    /// Persists a final state; it lands even from a cancelled task.
-    ///
-    /// When the write fails (a full disk, a lock held elsewhere), the store would go on saying
-    /// `running` with nothing running the sync: the state is kept and written again, with a
-    /// growing pause, until it lands, the sync runs again, or the lease moves on.
-    func persistFinal(_ state: SyncState, onUpdate: SyncUpdateBlock?) async {
-        do {
-            try await writeUncancelled(state, through: writer())
-            unpersistedFinals[state.id] = nil
-        } catch {
-            logger.error(
-                "could not persist the end of a sync; will try again",
-                metadata: ["baton.sync": "\(state.id)", "baton.error": "\(error)"])
-            unpersistedFinals[state.id] = state
-            startFlushingFinals()
-        }
-        notify(state, onUpdate: onUpdate)
-    }
-
-    func startFlushingFinals() {
-        guard finalsFlusher == nil else { return }
-        finalsFlusher = Task {
-            var pause = Duration.milliseconds(50)
-            while await self.flushFinals() {
-                do { try await Task.sleep(for: pause) } catch { break }
-                pause = min(pause * 2, .seconds(2))
-            }
-            self.flusherEnded()
-        }
-    }
-
-    func flusherEnded() {
-        finalsFlusher = nil
-        if !unpersistedFinals.isEmpty { startFlushingFinals() }
-    }
-
-    /// Tries once more to write the final states that could not be persisted (the coordinator
-    /// does this before it lets go of the lease).
-    ///
-    /// - Returns: the ids still unpersisted.
-    @discardableResult
-    public func flushUnpersisted() async -> [Int64] {
-        _ = await flushFinals()
-        return unpersistedSyncIds
-    }
-
-    /// Writes the unpersisted final states; returns true while some are left.
-    func flushFinals() async -> Bool {
-        // A sync submitted again meanwhile left this list in `submit`.
-        for (id, state) in unpersistedFinals.sorted(by: { $0.key < $1.key }) {
-            do {
-                try await writeUncancelled(state, through: writer())
-                // A run submitted meanwhile took over: leave its state alone next time.
-                if unpersistedFinals[id] == state { unpersistedFinals[id] = nil }
-            } catch let error as StoreError where error.code == .staleEpoch || error.code == .storeFileChanged
-            {
-                unpersistedFinals[id] = nil  // no longer ours to write
-            } catch {
-                return true
-            }
-        }
-        return !unpersistedFinals.isEmpty
-    }
-
     func notify(_ state: SyncState, onUpdate: SyncUpdateBlock?) {
         observer?(state)
         broadcaster.send(state)
@@ -493,7 +480,8 @@ public actor SyncManager {
                     .ghostCleaningStopped,
                     "clean resync ghosts was stopped before it ran; nothing was deleted"))
         case .run:
-            if var state = try? SyncState.byId(job.syncId, store: store) {
+            // One that cannot be read is set aside (`failed`, with why) rather than left `running`.
+            if var state = await readForRun(job) {
                 state.status = .stopped
                 state.endTime = WallClock.nowMillis()
                 await persistFinal(state, onUpdate: job.onUpdate)

@@ -16,7 +16,10 @@ public struct SyncError: Error, Sendable, Hashable, CustomStringConvertible {
         case invalidTarget = "invalid_target"
         /// restart while syncs are still running.
         case notStopped = "not_stopped"
-        /// A stored sync this version cannot read (an unknown type or status).
+        /// A stored sync that cannot be read or run: a column that does not hold what it should
+        /// (options or a target that are not a JSON object), a type, status or target this
+        /// version does not know, or a read of it that failed. The writer sets it aside
+        /// (`failed`, with this error) and runs the others.
         case unreadableSync = "unreadable_sync"
         /// A sync run on a caller's behalf (a metadata or layout fetch) did not end `done`.
         case syncFailed = "sync_failed"

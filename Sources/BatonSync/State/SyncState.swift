@@ -58,22 +58,17 @@ public struct SyncState: Sendable, Hashable, Encodable {
         }
     }
 
-    /// - Throws: `unreadableSync` naming the row when its type or status is not one this
-    ///   version knows (never read as something it is not).
+    /// A stored row.
+    ///
+    /// - Throws: `unreadableSync` naming it when its type or status is not one this version
+    ///   knows.
     init(row: SyncStateRow) throws {
-        func unreadable(_ what: String, _ value: String, _ known: [String]) -> SyncError {
-            let label = row.name.map { "'\($0)' (#\(row.id))" } ?? "#\(row.id)"
-            return SyncError(
-                .unreadableSync,
-                "sync \(label) in the store has an unknown \(what) '\(value.prefix(40))' (this version knows \(known.joined(separator: ", "))); it was written by another version or by hand"
-            )
-        }
-        guard let type = SyncType(rawValue: row.type) else {
-            throw unreadable("type", row.type, SyncType.allCases.map(\.rawValue))
-        }
-        guard let status = SyncStatus(rawValue: row.status) else {
-            throw unreadable("status", row.status, SyncStatus.allCases.map(\.rawValue))
-        }
+        self = try StoredSync(.success(row)).get()
+    }
+
+    /// A row whose type and status this version knows (``StoredSync`` checks them: a row is
+    /// never read as something it is not).
+    init(row: SyncStateRow, type: SyncType, status: SyncStatus) {
         id = row.id
         name = row.name
         self.type = type
@@ -128,22 +123,32 @@ public struct SyncState: Sendable, Hashable, Encodable {
     }
 
     /// The persisted syncs with `status`, in id order (Mobile Sync's `getSyncsWithStatus`).
+    ///
+    /// - Throws: `unreadableSync` naming the first sync this version cannot read (one whose row
+    ///   holds what it cannot take, or an unknown type or status); ``StoredSync/all(_:status:)``
+    ///   lists every sync, such ones included.
     public static func getSyncsWithStatus(_ store: SharedStore, _ status: SyncStatus) throws -> [SyncState] {
-        try store.read { try $0.syncStates(status: status.rawValue) }.map { try SyncState(row: $0) }
+        try StoredSync.all(store, status: status).map { try $0.get() }
     }
 
     /// Every persisted sync, in id order.
+    ///
+    /// - Throws: as ``getSyncsWithStatus(_:_:)``.
     public static func all(_ store: SharedStore) throws -> [SyncState] {
-        try store.read { try $0.syncStates() }.map { try SyncState(row: $0) }
+        try StoredSync.all(store).map { try $0.get() }
     }
 
     /// The persisted sync with this id, or `nil`.
+    ///
+    /// - Throws: `unreadableSync` naming it when this version cannot read it.
     public static func byId(_ id: Int64, store: SharedStore) throws -> SyncState? {
-        try store.read { try $0.syncState(id: id) }.map { try SyncState(row: $0) }
+        try StoredSync.byId(id, store: store)?.get()
     }
 
     /// The persisted sync with this name, or `nil`.
+    ///
+    /// - Throws: `unreadableSync` naming it when this version cannot read it.
     public static func byName(_ name: String, store: SharedStore) throws -> SyncState? {
-        try store.read { try $0.syncState(name: name) }.map { try SyncState(row: $0) }
+        try StoredSync.byName(name, store: store)?.get()
     }
 }
