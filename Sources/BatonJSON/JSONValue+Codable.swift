@@ -4,6 +4,7 @@ extension JSONValue: Codable {
     /// Decodes any JSON value: an integer stays `.int`, a number with a fraction is `.double`.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
+        // Each `try?` below probes the value's kind: a mismatch tries the next kind.
         if container.decodeNil() {
             self = .null
         } else if let bool = try? container.decode(Bool.self) {

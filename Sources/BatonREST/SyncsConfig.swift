@@ -129,6 +129,7 @@ public struct SyncsConfig: Sendable {
         for sync in syncs where sync.value(atPath: "syncType")?.stringValue == SyncType.syncDown.rawValue {
             guard let soup = sync.value(atPath: "soupName")?.stringValue,
                 let query = sync.value(atPath: "target.query")?.stringValue,
+                // A query that does not parse gets no index here; its sync reports the error.
                 let parsed = try? SOQLQuery(parsing: query)
             else { continue }
             objects[soup] = objects[soup] ?? parsed.object

@@ -215,6 +215,7 @@ public struct RunningServer: Sendable {
     /// NIO when a connection is accepted at that moment), then waits for it to end.
     public func stop() async {
         await group.triggerGracefulShutdown()
+        // The server task's error after a graceful shutdown is the shutdown itself.
         _ = try? await task.value
     }
 }

@@ -72,6 +72,7 @@ extension SharedStore {
             fresh = try Self.openPool(directory: directory, writeGuard: writeGuard, checkpoints: checkpoints)
             let check = try fresh.read { db in try String.fetchOne(db, sql: "PRAGMA quick_check") }
             guard check == "ok" else {
+                // The failed check is the error to report; the pool is discarded either way.
                 try? fresh.close()
                 throw StoreError(
                     .storeFileChanged,
@@ -120,6 +121,7 @@ extension SharedStore {
     @discardableResult
     public func checkpointCompletely(deadline: ContinuousClock.Instant) -> Bool {
         writeGuard.beginWrite(deadline: deadline)
+        // A checkpoint that fails (busy past the deadline, store gone) is reported as `false`.
         let result = try? connections().writeWithoutTransaction { db in try db.checkpoint(.full) }
         guard let result else { return false }
         return result.walFrameCount == result.checkpointedFrameCount

@@ -62,6 +62,7 @@ extension SharedStore {
 
     /// The regular files in `path` (symlinks and directories left out), by name.
     static func logFiles(in path: String) -> [StoreInfo.LogFile] {
+        // A directory that cannot be listed has no log files to report.
         let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
         return names.sorted().compactMap { name in
             var status = stat()

@@ -59,6 +59,7 @@ public struct DirectoryWatcher: Sendable {
                 return false
             }
             group.addTask {
+                // Cancelled when the read wins the race: nothing to report.
                 try? await Task.sleep(for: timeout)
                 return false
             }

@@ -16,6 +16,7 @@ extension SharedStore {
         let (stream, continuation) = AsyncStream.makeStream(
             of: Int64.self, bufferingPolicy: .bufferingNewest(1))
         let task = Task { [self] in
+            // A failed read (store busy or gone) is retried at the next change.
             var last = try? changeSequence()
             if let last { continuation.yield(last) }
             for await event in events {
@@ -23,6 +24,7 @@ extension SharedStore {
                 case .changed(_, let name) where name != "changes": continue
                 default: break
                 }
+                // As above: a failed read waits for the next change.
                 guard let now = try? changeSequence(), now != last else { continue }
                 last = now
                 continuation.yield(now)
@@ -42,6 +44,7 @@ extension SharedStore {
         let task = Task { [self] in
             var last: [SoupEntry]?
             for await _ in sequence {
+                // A failed query (store busy or gone) is run again at the next change.
                 guard let entries = try? await read({ try $0.query(query, in: soup) }), entries != last else {
                     continue
                 }

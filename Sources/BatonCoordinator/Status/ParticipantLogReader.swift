@@ -87,6 +87,7 @@ public final class ParticipantLogReader: Sendable {
     /// ``newLines()`` parsed; lines that are not JSON objects (a line torn by a full disk) are
     /// skipped.
     public func newEvents() -> [JSONObject] {
+        // A torn line is skipped, as documented above.
         newLines().compactMap { try? JSONObject(parsingObject: $0) }
     }
 

@@ -127,6 +127,7 @@ public struct ParticipantStatus: Sendable, Hashable, Codable {
     public static func isStatusFile(_ file: String, in directory: SharedDirectory) -> Bool {
         guard file.hasSuffix(".json") else { return false }
         let name = String(file.dropLast(5))
+        // An invalid name is junk in the directory: not a status file.
         guard (try? ParticipantName.validate(name)) != nil else { return false }
         return access(directory.participantsPath + "/\(name).lock", F_OK) == 0
     }
@@ -150,6 +151,7 @@ public struct ParticipantStatus: Sendable, Hashable, Codable {
     /// participant's name, or a pid of zero or less (`kill(0 or -1, 0)` would report a whole
     /// process group alive).
     public static func parse(_ data: Data, name: String) -> ParticipantStatus? {
+        // Junk or a torn write is no status (nil), as documented above.
         guard let status = try? JSONDecoder().decode(ParticipantStatus.self, from: data),
             status.name == name, status.pid > 0
         else { return nil }

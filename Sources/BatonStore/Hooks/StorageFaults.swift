@@ -88,6 +88,7 @@ package final class StorageFaults: Sendable {
 
     /// The fault the file names now, if any.
     private func fileFault(_ file: String?) -> String? {
+        // No file, or none readable, names no fault (a test-only hook).
         guard let file, let text = try? String(contentsOfFile: file, encoding: .utf8) else { return nil }
         let word = text.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
         return word.trimmingCharacters(in: .whitespaces)

@@ -41,6 +41,7 @@ struct ToolLeaseOptions: ParsableArguments {
         if unleased {
             let unfenced = try UnfencedStore.open(
                 directory: store.directory, create: false, logger: Logger(label: "baton.\(tool)"))
+            // The write's own outcome is what the tool reports; a failed close loses nothing.
             defer { try? unfenced.close() }
             return try await unfenced.write(body)
         }
