@@ -12,6 +12,7 @@ final class LeaseChanges: Sendable {
 
     init(directory: SharedDirectory) {
         guard
+            // Without inotify (out of watches), a wait still ends on its timeout, a grant or cancellation.
             let events = try? DirectoryWatcher(
                 root: directory.path, subdirectories: ["participants"], rootNamesOnly: true
             ).events()

@@ -53,6 +53,7 @@ final class PendingLock: Sendable {
         let granted = state.withLock { state -> FileLock? in
             state.abandoned = true
             defer { state.result = nil }
+            // A wait that ended with an error holds no lock: there is nothing to give back.
             return try? state.result?.get()
         }
         granted?.unlock()

@@ -102,17 +102,7 @@ extension WriterLease {
                 from: storeEpoch, epoch: epoch, closing: closing, name: name, pid: getpid(),
                 deadline: ContinuousClock.now + takeoverLockWait
             ) {
-                // The holder still looks as it did: same file, same record (it neither beat nor
-                // let go since; pursued, the same holding, not let go), so nobody took over or was
-                // granted the lock first.
-                let now = FileLock.recorded(at: target) ?? ""
-                let same: Bool
-                if pursued, let record = HeartbeatRecord(parsing: now), let before = seen.record {
-                    same = record.pid == before.pid && record.epoch == before.epoch && record.released == 0
-                } else {
-                    same = now == seen.content
-                }
-                guard FileIdentity.of(target) == seen.generation, same else {
+                guard stillAsSeen(seen, pursued: pursued) else {
                     throw StoreError(.staleEpoch, "the lock file changed meanwhile")
                 }
                 try fresh.rename(to: target)
@@ -133,22 +123,7 @@ extension WriterLease {
         } catch let error as StoreError where error.code == .busy {
             heartbeat.drop()
             discard()
-            let pid = holderPid ?? 0
-            let state = ProcessState.of(pid)
-            let message: String
-            switch state {
-            case .stopped:
-                message =
-                    "\(holderName) (pid \(pid)) is stopped inside a write transaction; resume it (kill -CONT \(pid)) or kill it"
-            case .hung:
-                message =
-                    "\(holderName) (pid \(pid)) is hung inside a write transaction (uninterruptible sleep); resume or kill it"
-            default:
-                message =
-                    "\(holderName) (pid \(pid)) has not renewed the writer lease for a full term and another process holds the store's write lock; the takeover waits for that lock"
-            }
-            return .blocked(
-                Blocked(name: holder?.name ?? holderName, pid: pid, holderState: state, message: message))
+            return .blocked(Self.blocked(name: holder?.name, holderName: holderName, pid: holderPid ?? 0))
         } catch let error as StoreError where error.code == .staleEpoch {
             heartbeat.drop()
             discard()
@@ -158,5 +133,39 @@ extension WriterLease {
             discard()
             throw error
         }
+    }
+
+    /// Whether the holder still looks as it did: same file, same record (it neither beat nor let
+    /// go since; pursued, the same holding, not let go), so nobody took over or was granted the
+    /// lock first.
+    private func stillAsSeen(_ seen: TakeoverWatch.Observation, pursued: Bool) -> Bool {
+        let target = directory.writerLockPath
+        let now = FileLock.recorded(at: target) ?? ""
+        let same: Bool
+        if pursued, let record = HeartbeatRecord(parsing: now), let before = seen.record {
+            same = record.pid == before.pid && record.epoch == before.epoch && record.released == 0
+        } else {
+            same = now == seen.content
+        }
+        return FileIdentity.of(target) == seen.generation && same
+    }
+
+    /// A takeover held up by `pid` (named `name` in the lease history, `holderName` in messages),
+    /// which keeps SQLite's write lock: what the kernel says it is doing, and what to do about it.
+    static func blocked(name: String?, holderName: String, pid: Int32) -> Blocked {
+        let state = ProcessState.of(pid)
+        let message: String
+        switch state {
+        case .stopped:
+            message =
+                "\(holderName) (pid \(pid)) is stopped inside a write transaction; resume it (kill -CONT \(pid)) or kill it"
+        case .hung:
+            message =
+                "\(holderName) (pid \(pid)) is hung inside a write transaction (uninterruptible sleep); resume or kill it"
+        default:
+            message =
+                "\(holderName) (pid \(pid)) has not renewed the writer lease for a full term and another process holds the store's write lock; the takeover waits for that lock"
+        }
+        return Blocked(name: name ?? holderName, pid: pid, holderState: state, message: message)
     }
 }

@@ -74,7 +74,7 @@ public final class WriterLease: Sendable {
     /// (a contended turn of the lease sets nothing up).
     private let changes = Locked<LeaseChanges?>(nil)
 
-    private func watchChanges() -> LeaseChanges {
+    func watchChanges() -> LeaseChanges {
         changes.withLock { changes in
             if let changes { return changes }
             let created = LeaseChanges(directory: directory)
@@ -146,7 +146,7 @@ public final class WriterLease: Sendable {
     /// The first write then finds the store's epoch in its own transaction, where it must be
     /// below. With no record (a new or replaced lock file), or after a store epoch was found at
     /// or above the record's, the store's epoch is read here.
-    private func begin(with lock: FileLock) throws -> Held? {
+    func begin(with lock: FileLock) throws -> Held {
         // Read what the last holder left before the first beat overwrites it.
         let last = lock.withRecordedBytes { HeartbeatRecord(parsing: $0) }
         let epoch: Int64
@@ -195,6 +195,9 @@ public final class WriterLease: Sendable {
     /// straight back, while a higher one waits); while it says no, the wait follows the
     /// participants' published states (inotify), re-checking at least every `interval`.
     ///
+    /// The rules are `AcquireMachine`'s; this loop carries out its actions (`AcquireRun`) and
+    /// feeds back what came of each.
+    ///
     /// - Parameters:
     ///   - deadline: when to give up waiting (`leaseTimeout`); nil waits forever.
     ///   - interval: while `mayTry` says no, the longest the wait goes before asking it again.
@@ -210,109 +213,21 @@ public final class WriterLease: Sendable {
         onBlocked: @Sendable (Blocked?) -> Void = { _ in }
     ) async throws -> Held {
         if let held = current { return held }
-        let waitingSince = MonotonicClock.nanos()
-        let firstLook = waitingSince + UInt64(min(Self.firstLook, term / 4).inNanoseconds)
-        let path = directory.writerLockPath
-        // A free lock is taken without setting up a wait (a turn of the lease stays cheap). A
-        // taken one is waited on with the same descriptor, unless the file changed meanwhile.
-        var tried: FileLock?
-        if mayTry() {
-            let lock = try FileLock(path: path)
-            if try lock.tryLock() {
-                if lock.isStillAtPath, let held = try begin(with: lock) { return held }
-                lock.unlock()
-            } else {
-                tried = lock
-            }
-        }
-        // Watch first, then look again, so a change made in between is not missed.
-        let changes = watchChanges()
-        var pending: PendingLock?
-        var watch = TakeoverWatch(defaultTerm: term)
-        var blocked: Blocked?
-        var pursuing: (observation: TakeoverWatch.Observation, silentNanos: UInt64)?
-        defer {
-            tried?.unlock()
-            pending?.abandon()
-            if blocked != nil { onBlocked(nil) }
-        }
+        var machine = AcquireMachine(
+            now: MonotonicClock.nanos(), term: term, firstLook: Self.firstLook, interval: interval,
+            deadline: deadline)
+        var run = AcquireRun(lease: self)
+        var action = machine.asked
         while true {
-            try Task.checkCancellation()
-            let seen = changes.rings
-            var wait: Duration? = nil
-            if mayTry() {
-                if let granted = pending?.take() {
-                    pending = nil
-                    let lock = try granted.get()
-                    // A lock on a writer.lock deleted or replaced meanwhile guards nothing: the
-                    // next taker would open the new file. Wait again, on the file named now.
-                    if lock.isStillAtPath, mayTry(), let held = try begin(with: lock) { return held }
-                    lock.unlock()
-                    continue
-                }
-                let generation = FileIdentity.of(path)
-                if pending == nil || generation == nil || pending?.generation != generation {
-                    pending?.abandon()
-                    pending = nil
-                    let reused = tried.flatMap { $0.identity == generation ? $0 : nil }
-                    if reused == nil { tried?.unlock() }
-                    tried = nil
-                    let lock = try reused ?? FileLock(path: path)
-                    if try lock.tryLock() {
-                        if lock.isStillAtPath, let held = try begin(with: lock) { return held }
-                        lock.unlock()
-                        continue
-                    }
-                    pending = PendingLock(lock: lock, executor: executor, onGranted: changes.ring)
-                }
-                let now = MonotonicClock.nanos()
-                if pursuing == nil, now < firstLook {
-                    // Most contended waits end before the first look at the holder: they never
-                    // read its record.
-                    wait = .nanoseconds(Int64(firstLook - now))
-                } else {
-                    // A takeover held up by a holder frozen inside a write transaction is carried
-                    // through once it can be, even if the thawed holder beats again meanwhile: it
-                    // was silent for a term, and its next write fails its fence.
-                    if let decided = pursuing, decided.observation.generation != generation { pursuing = nil }
-                    let observation = pursuing?.observation ?? observeHolder(generation: generation)
-                    let decision =
-                        pursuing.map { TakeoverWatch.Decision.takeOver(silentNanos: $0.silentNanos) }
-                        ?? watch.observe(observation)
-                    switch decision {
-                    case .wait(let until):
-                        wait = .nanoseconds(Int64(until &- min(until, observation.now)))
-                    case .takeOver(let silent):
-                        let pursued = pursuing != nil
-                        pursuing = nil
-                        switch try takeOver(observation, silentNanos: silent, pursued: pursued) {
-                        case .taken(let held):
-                            return held
-                        case .moved:
-                            // Somebody else moved first; look again shortly (a new beat is coming).
-                            wait = .milliseconds(20)
-                        case .blocked(let reason):
-                            pursuing = (observation, silent)
-                            if blocked != reason {
-                                blocked = reason
-                                onBlocked(reason)
-                            }
-                            wait = term / 4
-                        }
-                    }
-                }
-            } else {
-                // Holding back for a higher priority: no kernel wait, and no takeover either.
-                pending?.abandon()
-                pending = nil
-                wait = interval
+            if case .finish(let ending) = action { return try run.end(ending) }
+            let event: AcquireMachine.Event
+            do {
+                event = try await run.carryOut(action, mayTry: mayTry, onBlocked: onBlocked)
+            } catch {
+                run.failure = error
+                event = .failed
             }
-            if let deadline, ContinuousClock.now >= deadline {
-                throw CoordinatorError(.leaseTimeout, "the writer lease was not free in time")
-            }
-            var timeout = wait ?? term / 4
-            if let deadline { timeout = min(timeout, deadline - ContinuousClock.now) }
-            await changes.wait(after: seen, timeout: max(timeout, .milliseconds(1)))
+            action = machine.handle(event)
         }
     }
 
@@ -336,6 +251,7 @@ public final class WriterLease: Sendable {
         // file's record told it, for the store's epoch, which it never had to read.
         var passing: LeaseClosing?? = nil
         if recordRelease, !held.fence.isRecorded, held.fence.previous == nil,
+            // Unreadable, the store's epoch passes nothing on: the record keeps the granted closing.
             let storeEpoch = try? store.leaseEpochForWriting()
         {
             passing = .some(held.fence.closing(of: storeEpoch))
@@ -362,8 +278,14 @@ extension WriterLease {
         let held: Held
         do {
             held = try await acquire(deadline: timeout.map { ContinuousClock.now + $0 })
-        } catch let error as CoordinatorError where error.code == .leaseTimeout {
-            let holder = (try? LeaseHistory.holder(store: store, directory: directory)) ?? nil
+        } catch let timedOut as CoordinatorError where timedOut.code == .leaseTimeout {
+            let holder: (name: String?, pid: Int32)?
+            do {
+                holder = try LeaseHistory.holder(store: store, directory: directory)
+            } catch {
+                // The store cannot be read: the holder goes unnamed, and the plain timeout stands.
+                throw timedOut
+            }
             let participant = holder.flatMap { holder in
                 ParticipantStatus.readAll(in: directory).first { $0.pid == holder.pid && $0.isAlive }
             }
