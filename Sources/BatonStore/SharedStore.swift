@@ -37,41 +37,6 @@ public final class SharedStore: Sendable {
         var pool: DatabasePool
         /// A reopen closed them and found no store to open in their place yet.
         var closed = false
-        /// The lease epoch the write connection's last commit left in the store.
-        var knownLeaseEpoch: KnownLeaseEpoch?
-    }
-
-    /// The store's lease epoch as the last commit on the write connection left it, with SQLite's
-    /// data version of the store file right after that commit (`SQLITE_FCNTL_DATA_VERSION`).
-    /// SQLite changes that version whenever the file's content changes, through this connection
-    /// or any other (another process's commit is seen when a transaction begins). So a write
-    /// transaction that finds the same version on the same connection finds the same epoch, and
-    /// its fence compares against this instead of querying the store.
-    struct KnownLeaseEpoch: Sendable {
-        /// The connection's address (`sqlite3 *`): the fact holds on it only.
-        let connection: UInt
-        let dataVersion: UInt32
-        let epoch: Int64
-
-        /// The epoch, if `db` is the connection it was learnt on and nothing changed the store since.
-        func epoch(on db: Database) -> Int64? {
-            guard UInt(bitPattern: db.sqliteConnection) == connection,
-                SharedStore.dataVersion(db) == dataVersion
-            else {
-                return nil
-            }
-            return epoch
-        }
-    }
-
-    /// SQLite's data version of the store file on `db`'s connection (nil if it cannot be read).
-    static func dataVersion(_ db: Database) -> UInt32? {
-        var version: UInt32 = 0
-        guard
-            sqlite3_file_control(db.sqliteConnection, "main", SQLITE_FCNTL_DATA_VERSION, &version)
-                == SQLITE_OK
-        else { return nil }
-        return version
     }
 
     /// The connections to use, or why there are none: a reopen closed them and found no store
@@ -323,16 +288,11 @@ public final class SharedStore: Sendable {
         var sequence: Int64?
         defer { if let began { writeGuard.noteTransaction(ContinuousClock.now - began) } }
         var oldest: Int64 = 0
-        let known = current.withLock { $0.knownLeaseEpoch }
-        var leaseEpoch: Int64?
         try db.inTransaction(.immediate) {
             began = ContinuousClock.now
             let transaction = StoreTransaction(db: db)
             transaction.knownOldestEpoch = knownOldestEpoch.load(ordering: .relaxed)
-            // Asked only now that the transaction has begun: SQLite has seen every commit made
-            // before it, and none can come until it ends.
-            transaction.knownLeaseEpoch = known?.epoch(on: db)
-            defer { (oldest, leaseEpoch) = (transaction.knownOldestEpoch, transaction.knownLeaseEpoch) }
+            defer { oldest = transaction.knownOldestEpoch }
             if case .fenced(let fence) = writer, try fence.admit(transaction) { recorded = fence }
             result = try body(transaction)
             if case .fenced(let fence) = writer { try fence.confirm() }
@@ -342,11 +302,6 @@ public final class SharedStore: Sendable {
         }
         // Committed: only now is the holding in the store, and may readers be told.
         recorded?.markRecorded()
-        if let leaseEpoch, let version = Self.dataVersion(db) {
-            let learnt = KnownLeaseEpoch(
-                connection: UInt(bitPattern: db.sqliteConnection), dataVersion: version, epoch: leaseEpoch)
-            current.withLock { $0.knownLeaseEpoch = learnt }
-        }
         if oldest > 0 { _ = knownOldestEpoch.max(oldest, ordering: .relaxed) }
         if let sequence { ringChanges(sequence) }
         return result!

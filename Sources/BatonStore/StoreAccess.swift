@@ -29,9 +29,7 @@ public final class StoreTransaction: StoreReader {
     /// earlier commits, and raised by this transaction's fold check; the store keeps it once
     /// this transaction commits.
     var knownOldestEpoch: Int64 = 0
-    /// The store's lease epoch as this transaction knows it without asking: carried over from
-    /// the handle's last commit when SQLite's data version says nothing changed the store since
-    /// (``SharedStore/KnownLeaseEpoch``), or learnt by this transaction (read once, or recorded).
+    /// The store's lease epoch as this transaction learnt it (read once, or recorded).
     var knownLeaseEpoch: Int64?
 
     /// The store's lease epoch now: from memory when this transaction knows it, else read (once).

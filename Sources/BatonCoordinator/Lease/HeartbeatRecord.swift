@@ -46,79 +46,30 @@ public struct HeartbeatRecord: Sendable, Hashable {
 
     /// The fixed-length line: `baton-lease pid=… epoch=… beat=… term=… from=… released=…
     /// close=EPOCH:MS:r|t|n|-`, padded with spaces.
-    public var line: String { String(decoding: bytes, as: UTF8.self) }
+    public var line: String {
+        let close = closing.map { "\($0.epoch):\($0.at):\($0.kind.letter)" } ?? "-"
+        let text =
+            "baton-lease pid=\(pid) epoch=\(epoch) beat=\(beat) term=\(termMillis) from=\(takenOver) released=\(released) close=\(close)"
+        return text + String(repeating: " ", count: max(0, Self.length - 1 - text.utf8.count)) + "\n"
+    }
 
     /// ``line``'s bytes.
-    public var bytes: [UInt8] { withBytes { Array($0) } }
+    public var bytes: [UInt8] { Array(line.utf8) }
 
-    /// Calls `body` with ``bytes``, built in a buffer on the stack: written on every beat,
-    /// every take and every release of the lease, so the record is built byte by byte, with no
-    /// string interpolation, Foundation padding or array.
+    /// Calls `body` with ``bytes``.
     public func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
-        // The longest record (every number at its widest) is 212 bytes.
-        try withUnsafeTemporaryAllocation(byteCount: 256, alignment: 1) { buffer in
-            var count = 0
-            func append(_ byte: UInt8) {
-                buffer[count] = byte
-                count += 1
-            }
-            func text(_ string: StaticString) {
-                string.withUTF8Buffer { for byte in $0 { append(byte) } }
-            }
-            func number<N: BinaryInteger>(_ value: N) {
-                if value < 0 { append(UInt8(ascii: "-")) }
-                // Least significant digit first, then turned around in place.
-                let first = count
-                var magnitude = value.magnitude
-                repeat {
-                    append(UInt8(ascii: "0") + UInt8(magnitude % 10))
-                    magnitude /= 10
-                } while magnitude > 0
-                var (low, high) = (first, count - 1)
-                while low < high {
-                    buffer.swapAt(low, high)
-                    (low, high) = (low + 1, high - 1)
-                }
-            }
-            text("baton-lease pid=")
-            number(pid)
-            text(" epoch=")
-            number(epoch)
-            text(" beat=")
-            number(beat)
-            text(" term=")
-            number(termMillis)
-            text(" from=")
-            number(takenOver)
-            text(" released=")
-            number(released)
-            text(" close=")
-            if let closing {
-                number(closing.epoch)
-                append(UInt8(ascii: ":"))
-                number(closing.at)
-                append(UInt8(ascii: ":"))
-                append(closing.kind.letter.asciiValue ?? UInt8(ascii: "-"))
-            } else {
-                append(UInt8(ascii: "-"))
-            }
-            while count < Self.length - 1 { append(UInt8(ascii: " ")) }
-            append(UInt8(ascii: "\n"))
-            return try body(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-        }
+        try bytes.withUnsafeBytes(body)
     }
 
     /// Parses ``line``; nil for anything else (an empty file, a pid written by an older Baton).
     public init?(parsing text: String) {
-        var text = text
-        guard let parsed = text.withUTF8({ Self.parse($0) }) else { return nil }
+        guard let parsed = Self.parse(text.utf8) else { return nil }
         self = parsed
     }
 
-    /// Parses ``bytes``, as ``init(parsing:)-(String)`` parses the line: read by every new holder
-    /// and at every look at the holder, so it works on the bytes read, without decoding a string.
+    /// Parses ``bytes``, as ``init(parsing:)-(String)`` parses the line.
     public init?(parsing bytes: [UInt8]) {
-        guard let parsed = bytes.withUnsafeBufferPointer({ Self.parse($0) }) else { return nil }
+        guard let parsed = Self.parse(bytes) else { return nil }
         self = parsed
     }
 
@@ -128,91 +79,34 @@ public struct HeartbeatRecord: Sendable, Hashable {
         self = parsed
     }
 
-    /// Parses the eight fields in order, field by field (a new holder parses the last record on
-    /// every turn: nothing is allocated).
-    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> HeartbeatRecord? {
-        typealias Field = Slice<UnsafeBufferPointer<UInt8>>
-        func isSpace(_ byte: UInt8) -> Bool {
-            byte == 0x20 || byte == 0x0A || byte == 0x09 || byte == 0x0D
+    /// Parses the eight whitespace-separated fields, in order.
+    private static func parse<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> HeartbeatRecord? {
+        let fields = bytes.split { $0 == 0x20 || $0 == 0x0A || $0 == 0x09 || $0 == 0x0D }
+            .map { String(decoding: $0, as: UTF8.self) }
+        let keys = ["pid", "epoch", "beat", "term", "from", "released", "close"]
+        guard fields.count == 8, fields[0] == "baton-lease" else { return nil }
+        var values: [String] = []
+        for (key, field) in zip(keys, fields.dropFirst()) {
+            guard field.hasPrefix(key + "=") else { return nil }
+            values.append(String(field.dropFirst(key.count + 1)))
         }
-        var cursor = 0
-        /// The next whitespace-separated field, nil when there is none.
-        func field() -> Field? {
-            while cursor < bytes.count, isSpace(bytes[cursor]) { cursor += 1 }
-            guard cursor < bytes.count else { return nil }
-            let start = cursor
-            while cursor < bytes.count, !isSpace(bytes[cursor]) { cursor += 1 }
-            return bytes[start..<cursor]
-        }
-        /// The value of the next field, `key=value`; nil when there is none or its key is not `key`.
-        func value(_ key: StaticString) -> Field? {
-            guard let field = field() else { return nil }
-            var position = field.startIndex
-            let matches = key.withUTF8Buffer { key in
-                for expected in key {
-                    guard position < field.endIndex, field[position] == expected else { return false }
-                    position += 1
-                }
-                return true
-            }
-            guard matches, position < field.endIndex, field[position] == UInt8(ascii: "=") else { return nil }
-            return field[(position + 1)...]
-        }
-        func integer(_ digits: Field?) -> Int64? {
-            digits.flatMap { Self.decimal($0) }
-        }
-        guard let head = field(), head.elementsEqual("baton-lease".utf8),
-            let pid = integer(value("pid")).flatMap({ Int32(exactly: $0) }),
-            let epoch = integer(value("epoch")),
-            let beat = value("beat").flatMap({ Self.decimal($0) as UInt64? }),
-            let term = integer(value("term")),
-            let from = integer(value("from")),
-            let released = integer(value("released")),
-            let close = value("close"),
-            field() == nil,
+        guard let pid = Int32(values[0]), let epoch = Int64(values[1]), let beat = UInt64(values[2]),
+            let term = Int64(values[3]), let from = Int64(values[4]), let released = Int64(values[5]),
             pid > 0, term > 0
         else { return nil }
         var closing: LeaseClosing?
-        if !close.elementsEqual("-".utf8) {
+        if values[6] != "-" {
             // EPOCH:MS:LETTER, exactly three parts.
-            guard let first = close.firstIndex(of: UInt8(ascii: ":")),
-                let second = close[(first + 1)...].firstIndex(of: UInt8(ascii: ":")),
-                close[(second + 1)...].count == 1,
-                let closed = integer(close[..<first]), let at = integer(close[(first + 1)..<second]),
-                let kind = LeaseClosing.Kind(ascii: close[second + 1])
+            let parts = values[6].split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count == 3, let closed = Int64(parts[0]), let at = Int64(parts[1]),
+                parts[2].utf8.count == 1, let letter = parts[2].utf8.first,
+                let kind = LeaseClosing.Kind(ascii: letter)
             else { return nil }
             closing = LeaseClosing(epoch: closed, at: at, kind: kind)
         }
         return HeartbeatRecord(
             pid: pid, epoch: epoch, beat: beat, termMillis: term, takenOver: from, released: released,
             closing: closing)
-    }
-
-    /// A decimal integer as `T(_ text:)` reads one (an optional sign, then digits), straight
-    /// from the bytes; nil when it is not one, or does not fit.
-    private static func decimal<T: FixedWidthInteger>(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> T? {
-        var position = bytes.startIndex
-        var negative = false
-        if position < bytes.endIndex,
-            bytes[position] == UInt8(ascii: "-") || bytes[position] == UInt8(ascii: "+")
-        {
-            negative = bytes[position] == UInt8(ascii: "-")
-            position += 1
-        }
-        guard position < bytes.endIndex else { return nil }
-        var value: T = 0
-        while position < bytes.endIndex {
-            let digit = bytes[position] &- UInt8(ascii: "0")
-            guard digit < 10 else { return nil }
-            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
-            let (next, overflow2) =
-                negative
-                ? times10.subtractingReportingOverflow(T(digit)) : times10.addingReportingOverflow(T(digit))
-            guard !overflow1, !overflow2 else { return nil }
-            value = next
-            position += 1
-        }
-        return value
     }
 
     /// The record in the lock file at `path`, nil when there is none or it does not parse.

@@ -166,8 +166,7 @@ public final class LeaseFence: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Returns: true when this transaction records the holding (mark it once committed).
     func admit(_ transaction: StoreTransaction) throws -> Bool {
-        // Read from the store unless nothing changed it since this handle's last commit, which
-        // left it at the epoch kept in memory (most writes of a holding: no query).
+        // Read from the store in this transaction: another process may have moved it since.
         let current = try transaction.currentLeaseEpoch()
         if isRecorded {
             guard current == epoch else {
