@@ -5,8 +5,9 @@ import Testing
 @testable import BatonCoordinator
 
 /// Drives a machine with random events the way `Participant` would: each action carried out in
-/// order, the results of its own actions fed back at once, outside events (lifecycle, lease,
-/// syncs, timers, edits, shutdown) in between. After every step it checks the invariants.
+/// order, the results of its own actions queued behind the events not yet fed (first in, first
+/// out), outside events (lifecycle, lease, syncs, timers, the manager's stop, edits, shutdown) in
+/// between. After every step it checks the invariants.
 struct MachineSimulation {
     var machine: TestMachine
     var random: SplitMix64
@@ -25,6 +26,14 @@ struct MachineSimulation {
     var edits = 0
     var shutDown = false
     var exited = false
+    /// The stop under way: `stopManager` carried out, its release not yet; the manager's stop
+    /// awaited (`managerStopped` not yet fed); its deadline timer fired; its page save ended;
+    /// its checkpoint asked for.
+    var stops = 0
+    var awaitingStop = false
+    var deadlineFired = false
+    var pageSaveEnded = false
+    var checkpointed = false
     /// Configured syncs that failed as writer and were not run again yet.
     var owed: Set<String> = []
     var failedThisStep: Set<String> = []
@@ -35,11 +44,11 @@ struct MachineSimulation {
 
     static let names = ["accounts", "contacts", "unconfigured"]
 
-    init(seed: UInt64, retryDelay: Duration?) {
+    init(seed: UInt64, retryDelay: Duration?, saveGrace: Duration?) {
         random = SplitMix64(seed: seed)
         machine = TestMachine(
             configuredSyncs: ["accounts", "contacts"], retryDelay: retryDelay,
-            maxRetryDelay: .milliseconds(200))
+            maxRetryDelay: .milliseconds(200), stopDeadline: .milliseconds(50), saveGrace: saveGrace)
     }
 
     /// One outside event (or a local edit beginning) and everything it sets off.
@@ -47,12 +56,15 @@ struct MachineSimulation {
         now += Int64(random.int(0...50))
         monotonic += Double(random.int(0...50))
         failedThisStep = []
+        let wasAwaitingStop = awaitingStop
         guard let event = outsideEvent(allowShutdown: allowShutdown) else { return checkStep() }
         let before = machine
         feed(event)
         switch event {
-        case .released, .syncsStopped:
+        case .released, .syncsStopped, .managerStopping:
             // Results of actions never asked for (or asked for and answered already).
+            #expect(machine == before, "\(event) out of turn changes nothing")
+        case .managerStopped where !wasAwaitingStop:
             #expect(machine == before, "\(event) out of turn changes nothing")
         default: break
         }
@@ -63,6 +75,10 @@ struct MachineSimulation {
     mutating func finish() {
         failedThisStep = []
         if !shutDown { feed(.shutdown) }
+        if awaitingStop {
+            awaitingStop = false
+            feed(.managerStopped)
+        }
         while edits > 0 {
             edits -= 1
             feed(.localEditEnded)
@@ -72,6 +88,8 @@ struct MachineSimulation {
         #expect(machine.phase == .finished)
         #expect(pending.isEmpty, "no timer outlives the participant")
         #expect(!acquiring, "no wait for the lease outlives the participant")
+        #expect(stops == 0, "a stop always ends in exactly one release")
+        #expect(!awaitingStop, "no wait for the manager's stop outlives the participant")
         // Whatever comes afterwards changes nothing.
         for _ in 0..<50 {
             let before = machine
@@ -87,7 +105,7 @@ struct MachineSimulation {
     }
 
     mutating func outsideEvent(allowShutdown: Bool) -> TestMachine.Event? {
-        switch random.int(0...21) {
+        switch random.int(0...24) {
         case 0, 1:
             return .lifecycle(random.chance(0.65) ? .foreground : .background)
         case 2, 3:
@@ -151,7 +169,18 @@ struct MachineSimulation {
             return [
                 .publishRequested, .lifecycleIgnored("is empty", at: now),
                 .lifecycleIgnored("holds neither 'foreground' nor 'background'", at: now), .lifecycleMissing,
-                .released, .syncsStopped(began: 0),
+                .released, .syncsStopped, .managerStopping(.stopRequested, began: 0), .syncStateChanged,
+            ].randomElement(using: &random)
+        case 21, 22:
+            guard awaitingStop else { return random.chance(0.1) ? .managerStopped : nil }
+            guard random.chance(0.5) else { return nil }
+            awaitingStop = false
+            return .managerStopped
+        case 23:
+            let problem = random.chance(0.1) ? "deleted" : nil
+            return [
+                .lockFileChanged, .storeChecked(problem), .directoryRead(storeProblem: problem),
+                .directoryRead(storeProblem: nil),
             ].randomElement(using: &random)
         default:
             guard allowShutdown, random.chance(0.3) else { return nil }
@@ -159,9 +188,19 @@ struct MachineSimulation {
         }
     }
 
-    /// Feeds `event`, carries out its actions in order (feeding their results back at once),
-    /// and checks what must hold after each single event.
+    /// Feeds `event`, then the results of its actions, as the participant does: those of one
+    /// event's actions, all carried out, go ahead of the events still pending; nothing after
+    /// `exit`.
     mutating func feed(_ event: TestMachine.Event) {
+        var pending = [event]
+        while !exited, !pending.isEmpty {
+            pending.insert(contentsOf: take(pending.removeFirst()), at: 0)
+        }
+    }
+
+    /// Feeds one event, carries out its actions in order, checks what must hold after it, and
+    /// returns the results of the actions.
+    mutating func take(_ event: TestMachine.Event) -> [TestMachine.Event] {
         let before = machine
         let shuttingDownBefore = machine.shuttingDown
         let actions = machine.handle(event)
@@ -174,6 +213,8 @@ struct MachineSimulation {
                 #expect(actions.isEmpty, "a cancelled timer changes nothing")
                 #expect(machine == before)
                 seen.insert("stale timer")
+            } else if timer.kind == .stopDeadline {
+                deadlineFired = true
             }
         }
         if case .syncFailed(let name, _, _, _) = event, case .writer = before.phase,
@@ -231,17 +272,20 @@ struct MachineSimulation {
         }
         if shown(machine) != shown(before) { #expect(actions.contains(.publish), "\(event) -> \(actions)") }
 
+        var results: [TestMachine.Event] = []
         for (index, action) in actions.enumerated() {
             if shuttingDownBefore { checkAfterShutdown(action) }
             if case .shutdown = event { checkShutdownAnswer(action) }
-            carryOut(action, last: index == actions.count - 1)
+            results += carryOut(action, last: index == actions.count - 1)
         }
+        return results
     }
 
-    mutating func carryOut(_ action: TestMachine.Action, last: Bool) {
+    /// Carries out `action` as the participant would; returns the events that say how it went.
+    mutating func carryOut(_ action: TestMachine.Action, last: Bool) -> [TestMachine.Event] {
         switch action {
         case .publish:
-            feed(random.chance(0.1) ? .publishFailed("ENOSPC") : .published)
+            return [random.chance(0.1) ? .publishFailed("ENOSPC") : .published]
         case .record:
             break
         case .startAcquiring:
@@ -257,9 +301,11 @@ struct MachineSimulation {
             seen.insert("becomeWriter")
             let roll = random.int(0...19)
             if roll >= 18 { stale.insert(lease) }
-            feed(
-                roll < 15 ? .writerStarted : roll < 18 ? .writerStartFailed("SQLITE_FULL") : .writerStartStale
-            )
+            return [
+                .managerState(.acceptingSyncs),
+                roll < 15
+                    ? .writerStarted : roll < 18 ? .writerStartFailed("SQLITE_FULL") : .writerStartStale,
+            ]
         case .resumeEditWaiters:
             #expect(machine.phase.name == .writer)
         case .runSync(let name):
@@ -267,25 +313,33 @@ struct MachineSimulation {
             owed.remove(name)
             seen.insert("runSync")
             if random.chance(0.25) {
-                feed(.syncFailed(name: name, error: "could not write running", storeProblem: nil, at: now))
+                return [.syncFailed(name: name, error: "could not write running", storeProblem: nil, at: now)]
             }
-        case .stopSyncs:
-            #expect(machine.phase.name == .releasing || machine.phase.name == .fenced)
-            feed(.syncsStopped(began: monotonic))
+        case .stopManager, .awaitManagerStop, .endPageSaveEarly, .interruptStore, .flushUnpersisted,
+            .copyBackCompletely, .checkpointAfterRelease, .dropWriteAccess:
+            return carryOutStop(action)
         case .releaseLease(let lease, _, let recordRelease, _):
             #expect(machine.localEdits == 0, "nothing commits after the lease is let go")
             #expect(machine.phase.lease == lease)
             #expect(recordRelease == (machine.phase.name != .fenced))
+            #expect(stops == 1 && checkpointed, "a release ends the stop under way, after its checkpoint")
+            stops = 0
             if machine.phase.name == .fenced { seen.insert("fenced release") }
             dead.insert(lease)
-            feed(.released)
+            return [.released]
         case .releaseUnused(let lease):
             #expect(machine.phase.lease != lease)
             dead.insert(lease)
             seen.insert("releaseUnused")
         case .scheduleTimer(let timer, let delay):
             #expect(pending.insert(timer).inserted)
-            #expect(delay > .zero && delay <= machine.maxRetryDelay)
+            switch timer.kind {
+            case .saveGrace, .stopDeadline:
+                #expect(machine.waitsForManagerStop, "a stop's timer only while waiting for the manager")
+                #expect(delay > .zero && delay <= machine.stopDeadline)
+            case .retry, .recovery:
+                #expect(delay > .zero && delay <= machine.maxRetryDelay)
+            }
         case .cancelTimer(let timer):
             #expect(pending.remove(timer) != nil, "only a pending timer is cancelled")
             cancelled.append(timer)
@@ -294,24 +348,87 @@ struct MachineSimulation {
             #expect(machine.phase.lease == nil, "never reopened under a lease")
             seen.insert("checkStore")
             switch random.int(0...3) {
-            case 0: feed(.storeBack)
-            case 1: feed(.storeReopened("replaced"))
-            default: feed(.storeReopenFailed("no store at the path"))
+            case 0: return [.storeBack]
+            case 1: return [.storeReopened("replaced")]
+            default: return [.storeReopenFailed("no store at the path")]
             }
+        case .checkLockFile(let lease):
+            #expect(machine.phase.lease == lease, "only the holding's own lock file is checked")
+            #expect(machine.phase.name != .fenced)
+            seen.insert("checkLockFile")
+            return random.chance(0.5) ? [.leaseLost(takenOver: random.chance(0.5), successor: nil)] : []
+        case .checkPriority:
+            #expect(machine.phase.name == .writer)
+            seen.insert("checkPriority")
+            return random.chance(0.3) ? [.higherPriorityWaiting] : []
+        case .refreshWriterHint:
+            #expect(machine.phase.lease == nil, "the hint only without the lease")
+        case .readManagerState:
+            #expect(!machine.waitsForManagerStop, "the manager is not waited for while it stops")
+            return [.managerState(random.chance(0.5) ? .stopped : .acceptingSyncs)]
         case .exit:
             #expect(!exited)
             #expect(last, "exit is the last action")
             #expect(machine.phase == .finished)
             exited = true
         }
+        return []
+    }
+
+    /// The stop's steps: one stop at a time, each in its turn; the store interrupted only past
+    /// the deadline; no flush past it; one checkpoint, the complete copy-back when the store
+    /// was lost.
+    mutating func carryOutStop(_ action: TestMachine.Action) -> [TestMachine.Event] {
+        let release = machine.release
+        #expect(release != nil, "a stop's step only while handing the lease over: \(action)")
+        switch action {
+        case .stopManager:
+            #expect(release?.stop == .requested)
+            #expect(stops == 0, "one stop at a time")
+            (stops, deadlineFired, pageSaveEnded, checkpointed) = (1, false, false, false)
+            seen.insert("stop")
+            return [.managerStopping(.stopRequested, began: monotonic)]
+        case .awaitManagerStop:
+            #expect(!awaitingStop && machine.waitsForManagerStop)
+            awaitingStop = true
+        case .endPageSaveEarly:
+            #expect(machine.waitsForManagerStop && !pageSaveEnded, "a page save is ended once, in the wait")
+            pageSaveEnded = true
+            seen.insert("endPageSaveEarly")
+        case .interruptStore:
+            #expect(
+                deadlineFired && machine.waitsForManagerStop,
+                "the store is interrupted only past the deadline")
+            seen.insert("interruptStore")
+        case .flushUnpersisted:
+            #expect(!deadlineFired, "no flush past the deadline")
+            #expect(!awaitingStop, "a flush once the manager stopped")
+            seen.insert("flushUnpersisted")
+        case .copyBackCompletely, .checkpointAfterRelease:
+            #expect(!awaitingStop && !checkpointed, "one checkpoint, once the manager stopped")
+            #expect((action == .copyBackCompletely) == (release?.reason == .storeLost))
+            checkpointed = true
+            if action == .copyBackCompletely { seen.insert("copyBack") }
+        case .dropWriteAccess:
+            #expect(checkpointed)
+            return [.managerState(.stopped), .syncsStopped]
+        default:
+            Issue.record("not a stop's step: \(action)")
+        }
+        return []
     }
 
     /// Once shutting down, nothing new starts: only the hand-back and the status.
     func checkAfterShutdown(_ action: TestMachine.Action) {
         switch action {
         case .publish, .record, .cancelTimer, .cancelAcquiring, .releaseLease, .releaseUnused, .exit: break
+        // The hand-back's stop goes on, and what is read meanwhile.
+        case .awaitManagerStop, .endPageSaveEarly, .interruptStore, .flushUnpersisted, .copyBackCompletely,
+            .checkpointAfterRelease, .dropWriteAccess, .checkLockFile, .refreshWriterHint, .readManagerState:
+            break
         case .scheduleTimer(let timer, _):
-            #expect(timer.kind == .recovery(.publish), "after shutdown: \(action)")
+            let allowed: [TestMachine.TimerID.Kind] = [.recovery(.publish), .saveGrace, .stopDeadline]
+            #expect(allowed.contains(timer.kind), "after shutdown: \(action)")
         default:
             Issue.record("after shutdown: \(action)")
         }
@@ -337,8 +454,13 @@ struct MachineSimulation {
             case .recovery(.lease): #expect(machine.phase == .waiting, "\(timer)")
             case .recovery(.publish): break
             case .recovery(.store): #expect(machine.isStoreLost && machine.phase.lease == nil, "\(timer)")
+            case .saveGrace, .stopDeadline: #expect(machine.waitsForManagerStop, "\(timer)")
             }
         }
+        #expect(
+            awaitingStop == machine.waitsForManagerStop,
+            "the manager's stop is awaited exactly while waited for")
+        if machine.release == nil { #expect(stops == 0, "no stop outside a release") }
         // A lost store is always on its way back: a check pending, or a lease still to let go.
         if machine.isStoreLost, !machine.shuttingDown, machine.phase.lease == nil {
             #expect(
@@ -365,7 +487,9 @@ struct ParticipantMachinePropertyTests {
         var seen: Set<String> = []
         for run in 0..<40 {
             let retryDelay: Duration? = run % 5 == 4 ? nil : .milliseconds(10)
-            var simulation = MachineSimulation(seed: seed &* 1_000 &+ UInt64(run), retryDelay: retryDelay)
+            let saveGrace: Duration? = [nil, .zero, .milliseconds(20), .milliseconds(80)][run % 4]
+            var simulation = MachineSimulation(
+                seed: seed &* 1_000 &+ UInt64(run), retryDelay: retryDelay, saveGrace: saveGrace)
             let steps = 400
             for step in 0..<steps {
                 simulation.step(allowShutdown: step > steps * 3 / 4)
@@ -377,7 +501,9 @@ struct ParticipantMachinePropertyTests {
         // The runs went everywhere the rules do.
         for reached in [
             "background", "waiting", "writer", "releasing", "fenced", "finished", "becomeWriter", "runSync",
-            "releaseUnused", "stale timer", "edit", "fenced release", "checkStore", "refused signal",
+            "releaseUnused", "stale timer", "edit", "fenced release", "checkStore", "refused signal", "stop",
+            "endPageSaveEarly", "interruptStore", "flushUnpersisted", "copyBack", "checkLockFile",
+            "checkPriority",
         ] {
             #expect(seen.contains(reached), "no run reached \(reached)")
         }

@@ -106,7 +106,7 @@ struct ParticipantMachineRetryTests {
                 == [
                     .record(.lifecycle(.background)), .cancelTimer(accounts), .cancelTimer(contacts),
                     .publish,
-                    .stopSyncs(.background),
+                    .stopManager(.background),
                 ])
         #expect(machine.retrying.isEmpty)
         #expect(machine.pendingTimers.isEmpty)
@@ -115,9 +115,10 @@ struct ParticipantMachineRetryTests {
         #expect(machine == releasing)
         #expect(machine.handle(syncFailed("accounts")) == [], "no retry while releasing")
 
+        _ = machine.stopped(began: 0)
         _ = machine.feed(
-            .syncsStopped(began: 0), .released, .lifecycle(.foreground),
-            .leaseGranted(TestLease(epoch: 2), waitMillis: 0), .writerStarted)
+            .released, .lifecycle(.foreground), .leaseGranted(TestLease(epoch: 2), waitMillis: 0),
+            .writerStarted)
         let next = machine.handle(syncFailed("accounts"))
         #expect(next.contains(.record(.syncRetry(name: "accounts", attempt: 2, delay: .milliseconds(40)))))
     }
@@ -128,13 +129,16 @@ struct ParticipantMachineRetryTests {
         var machine = TestMachine.writer()
         #expect(
             machine.handle(syncFailed("accounts", store: reason))
-                == [.record(.storeLost(reason)), .record(.problem(reason)), .publish, .stopSyncs(.storeLost)])
+                == [
+                    .record(.storeLost(reason)), .record(.problem(reason)), .publish,
+                    .stopManager(.storeLost),
+                ])
         #expect(machine.problem == .storeLost(reason))
         #expect(machine.pendingTimers.isEmpty, "no check while the lease is held")
         #expect(machine.failures(of: "accounts") == 0)
         // Said once; not a writer any more, so nothing else.
         #expect(machine.handle(.storeLost(reason)) == [])
-        _ = machine.feed(.syncsStopped(began: 0))
+        _ = machine.stopped(began: 0)
         // Waiting, but not for the lease (a holder could only fail to start and hand it back):
         // the store is checked after a pause instead.
         let released = machine.handle(.released)
@@ -233,8 +237,9 @@ struct ParticipantMachineRetryTests {
         var machine = TestMachine.writer()
         let lost = machine.handle(.storeLost("the write-ahead log was deleted"))
         #expect(lost.scheduled.isEmpty)
-        #expect(lost.contains(.stopSyncs(.storeLost)))
-        let released = machine.feed(.syncsStopped(began: 0), .released)
+        #expect(lost.contains(.stopManager(.storeLost)))
+        _ = machine.stopped(began: 0)
+        let released = machine.feed(.released)
         let check = try #require(released.scheduled.first?.id)
         #expect(check.kind == .recovery(.store))
         // A late timer of another kind, a shutdown: no check after it.
@@ -314,7 +319,10 @@ struct ParticipantMachineRecoveryTests {
         #expect(
             again == [.scheduleTimer(again.scheduled[0].id, after: .milliseconds(40))])
         _ = machine.feed(.timerFired(again.scheduled[0].id))
-        #expect(machine.handle(.writerStarted) == [.record(.problem(nil)), .publish, .resumeEditWaiters])
+        #expect(
+            machine.handle(.writerStarted) == [
+                .record(.problem(nil)), .publish, .resumeEditWaiters, .checkPriority,
+            ])
         #expect(machine.beginLocalEdit() == one)
         #expect(machine.failures(of: .writerStart) == 0)
     }
@@ -326,7 +334,8 @@ struct ParticipantMachineRecoveryTests {
         #expect(machine.handle(.lifecycle(.background)).contains(.cancelTimer(timer)))
         #expect(machine.handle(.timerFired(timer)) == [])
         #expect(machine.failures(of: .writerStart) == 1)
-        _ = machine.feed(.syncsStopped(began: 0), .released, .lifecycle(.foreground))
+        _ = machine.stopped(began: 0)
+        _ = machine.feed(.released, .lifecycle(.foreground))
         _ = machine.feed(.leaseGranted(TestLease(epoch: 2), waitMillis: 0))
         #expect(machine.handle(.writerStartFailed("again")).scheduled.map(\.delay) == [.milliseconds(40)])
     }
@@ -368,7 +377,9 @@ struct ParticipantMachineRecoveryTests {
         #expect(machine.problem == .takeoverBlocked(blockedHolder.message))
 
         var lost = TestMachine.writer()
-        _ = lost.feed(.storeLost("replaced"), .syncsStopped(began: 0), .released)
+        _ = lost.feed(.storeLost("replaced"))
+        _ = lost.stopped(began: 0)
+        _ = lost.feed(.released)
         _ = lost.feed(.leaseGranted(TestLease(epoch: 2), waitMillis: 0), .writerStarted)
         #expect(lost.problem == .storeLost("replaced"))
     }

@@ -31,6 +31,14 @@ extension ParticipantMachine where Lease == TestLease {
         return machine
     }
 
+    /// The stop carried out to its end, the manager stopping within the deadline: returns the
+    /// actions of its last step (`syncsStopped`).
+    mutating func stopped(began: Double) -> [Action] {
+        _ = handle(.managerStopping(.stopRequested, began: began))
+        _ = handle(.managerStopped)
+        return handle(.syncsStopped)
+    }
+
     /// Feeds `events` in order; returns every action.
     mutating func feed(_ events: Event...) -> [Action] {
         events.flatMap { handle($0) }
@@ -76,7 +84,7 @@ struct ParticipantMachineTests {
             machine.handle(.leaseGranted(one, waitMillis: 12))
                 == [.record(.leaseAcquired(one, waitMillis: 12)), .becomeWriter(one), .publish])
         #expect(machine.phase == .writer(one))
-        #expect(machine.handle(.writerStarted) == [.resumeEditWaiters])
+        #expect(machine.handle(.writerStarted) == [.resumeEditWaiters, .checkPriority])
     }
 
     @Test("background stops the syncs, then releases; released goes back to background")
@@ -84,12 +92,12 @@ struct ParticipantMachineTests {
         var machine = TestMachine.writer()
         #expect(
             machine.handle(.lifecycle(.background))
-                == [.record(.lifecycle(.background)), .publish, .stopSyncs(.background)])
+                == [.record(.lifecycle(.background)), .publish, .stopManager(.background)])
         #expect(machine.phase == .releasing(.init(lease: one, reason: .background)))
         #expect(machine.phase.lease == one, "still held while its syncs stop")
         #expect(machine.handle(.lifecycle(.background)) == [])
         #expect(
-            machine.handle(.syncsStopped(began: 100))
+            machine.stopped(began: 100)
                 == [.releaseLease(one, reason: .background, recordRelease: true, stopBegan: 100)])
         #expect(machine.handle(.released) == [.publish])
         #expect(machine.phase == .background)
@@ -101,7 +109,7 @@ struct ParticipantMachineTests {
         var machine = TestMachine.writer()
         _ = machine.feed(.lifecycle(.background))
         #expect(machine.handle(.lifecycle(.foreground)) == [.record(.lifecycle(.foreground))])
-        _ = machine.feed(.syncsStopped(began: 0))
+        _ = machine.stopped(began: 0)
         #expect(machine.handle(.released) == [.publish, .startAcquiring])
         #expect(machine.phase == .waiting)
     }
@@ -137,9 +145,9 @@ struct ParticipantMachineTests {
     @Test("a writer yields to a higher priority, then waits to take the lease again")
     func priorityYield() {
         var machine = TestMachine.writer()
-        #expect(machine.handle(.higherPriorityWaiting) == [.publish, .stopSyncs(.yield)])
+        #expect(machine.handle(.higherPriorityWaiting) == [.publish, .stopManager(.yield)])
         #expect(
-            machine.handle(.syncsStopped(began: 0))
+            machine.stopped(began: 0)
                 == [.releaseLease(one, reason: .yield, recordRelease: true, stopBegan: 0)])
         #expect(machine.handle(.released) == [.publish, .startAcquiring])
         // Not a writer: nothing to yield.
@@ -155,14 +163,14 @@ struct ParticipantMachineTests {
             machine.handle(.leaseLost(takenOver: takenOver, successor: "ext 42 7"))
                 == [
                     .record(.leaseLost(one, takenOver: takenOver, successor: "ext 42 7")), .publish,
-                    .stopSyncs(takenOver ? .fenced : .lockLost),
+                    .stopManager(takenOver ? .fenced : .lockLost),
                 ])
         #expect(machine.phase.name == (takenOver ? .fenced : .releasing))
         #expect(machine.phase.lease == one)
         // Once fenced, a second notice changes nothing.
         if takenOver { #expect(machine.handle(.leaseLost(takenOver: true, successor: nil)) == []) }
         #expect(
-            machine.handle(.syncsStopped(began: 3))
+            machine.stopped(began: 3)
                 == [
                     .releaseLease(
                         one, reason: takenOver ? .fenced : .lockLost, recordRelease: !takenOver, stopBegan: 3)
@@ -185,7 +193,7 @@ struct ParticipantMachineTests {
                 == [.record(.leaseLost(one, takenOver: true, successor: nil)), .publish])
         #expect(machine.phase.name == .fenced)
         #expect(
-            machine.handle(.syncsStopped(began: 0))
+            machine.stopped(began: 0)
                 == [.releaseLease(one, reason: .background, recordRelease: false, stopBegan: 0)])
         #expect(machine.handle(.released) == [.publish])
         #expect(machine.phase == .background)
@@ -317,13 +325,13 @@ struct ParticipantMachineShutdownTests {
     func writer() {
         var machine = TestMachine.writer()
         let retry = machine.handle(syncFailed("accounts")).scheduled[0].id
-        #expect(machine.handle(.shutdown) == [.cancelTimer(retry), .publish, .stopSyncs(.shutdown)])
+        #expect(machine.handle(.shutdown) == [.cancelTimer(retry), .publish, .stopManager(.shutdown)])
         #expect(machine.shuttingDown)
         #expect(machine.handle(.lifecycle(.foreground)) == [])
         #expect(machine.handle(.higherPriorityWaiting) == [])
         #expect(machine.handle(.shutdown) == [])
         #expect(
-            machine.handle(.syncsStopped(began: 0))
+            machine.stopped(began: 0)
                 == [.releaseLease(one, reason: .shutdown, recordRelease: true, stopBegan: 0)])
         #expect(machine.handle(.released) == [.publish, .exit])
         #expect(machine.phase == .finished)
@@ -334,7 +342,7 @@ struct ParticipantMachineShutdownTests {
         var machine = TestMachine.writer()
         _ = machine.feed(.lifecycle(.background), .lifecycle(.foreground))
         #expect(machine.handle(.shutdown) == [])
-        _ = machine.feed(.syncsStopped(began: 0))
+        _ = machine.stopped(began: 0)
         #expect(machine.handle(.released) == [.publish, .exit])
     }
 
@@ -344,7 +352,7 @@ struct ParticipantMachineShutdownTests {
         _ = machine.feed(.leaseLost(takenOver: true, successor: nil))
         #expect(machine.handle(.shutdown) == [])
         #expect(
-            machine.handle(.syncsStopped(began: 0))
+            machine.stopped(began: 0)
                 == [.releaseLease(one, reason: .fenced, recordRelease: false, stopBegan: 0)])
         #expect(machine.handle(.released) == [.publish, .exit])
         #expect(machine.phase.lease == nil)
@@ -389,10 +397,10 @@ struct ParticipantMachineLocalEditTests {
         #expect(machine.beginLocalEdit() == one)
         #expect(
             machine.handle(.lifecycle(.background)) == [
-                .record(.lifecycle(.background)), .publish, .stopSyncs(.background),
+                .record(.lifecycle(.background)), .publish, .stopManager(.background),
             ])
         #expect(machine.beginLocalEdit() == nil, "no new edit once releasing")
-        #expect(machine.handle(.syncsStopped(began: 5)) == [])
+        #expect(machine.stopped(began: 5) == [])
         #expect(machine.handle(.released) == [], "a release it never asked for")
         #expect(machine.phase.lease == one)
         #expect(
@@ -410,7 +418,7 @@ struct ParticipantMachineLocalEditTests {
         #expect(machine.feed(.localEditEnded, .localEditEnded, .localEditEnded) == [])
         #expect(machine.localEdits == 0)
         #expect(
-            machine.handle(.syncsStopped(began: 1))
+            machine.stopped(began: 1)
                 == [.releaseLease(one, reason: .background, recordRelease: true, stopBegan: 1)])
     }
 
@@ -419,7 +427,7 @@ struct ParticipantMachineLocalEditTests {
         var machine = TestMachine.writer()
         _ = machine.beginLocalEdit()
         _ = machine.feed(.leaseLost(takenOver: true, successor: nil))
-        #expect(machine.handle(.syncsStopped(began: 0)) == [])
+        #expect(machine.stopped(began: 0) == [])
         #expect(
             machine.handle(.localEditEnded)
                 == [.releaseLease(one, reason: .fenced, recordRelease: false, stopBegan: 0)])
@@ -430,7 +438,7 @@ struct ParticipantMachineLocalEditTests {
         var machine = TestMachine.writer()
         _ = machine.beginLocalEdit()
         _ = machine.feed(.shutdown)
-        #expect(machine.handle(.syncsStopped(began: 0)) == [])
+        #expect(machine.stopped(began: 0) == [])
         #expect(
             machine.handle(.localEditEnded)
                 == [.releaseLease(one, reason: .shutdown, recordRelease: true, stopBegan: 0)])
@@ -456,13 +464,14 @@ struct ParticipantMachineChaosTests {
         #expect(
             machine.handle(.writerStartStale)
                 == [
-                    .record(.leaseLost(dead, takenOver: true, successor: nil)), .publish, .stopSyncs(.fenced),
+                    .record(.leaseLost(dead, takenOver: true, successor: nil)), .publish,
+                    .stopManager(.fenced),
                 ])
         #expect(machine.phase.name == .fenced)
         #expect(machine.pendingTimers.isEmpty)
         #expect(machine.handle(.timerFired(recovery)) == [])
         #expect(
-            machine.handle(.syncsStopped(began: 0))
+            machine.stopped(began: 0)
                 == [.releaseLease(dead, reason: .fenced, recordRelease: false, stopBegan: 0)])
         #expect(machine.handle(.released) == [.publish, .startAcquiring])
         let fresh = TestLease(epoch: 7)
@@ -501,7 +510,7 @@ struct ParticipantMachineChaosTests {
         #expect(machine.handle(.leaseGranted(other, waitMillis: 0)) == [.releaseUnused(other)])
         #expect(machine.phase.lease == one)
         #expect(
-            machine.handle(.syncsStopped(began: 0))
+            machine.stopped(began: 0)
                 == [.releaseLease(one, reason: .background, recordRelease: true, stopBegan: 0)])
         #expect(machine.handle(.released) == [.publish, .startAcquiring])
         let next = TestLease(epoch: 3)

@@ -13,10 +13,11 @@ import ServiceLifecycle
 /// their outcomes back as events.
 ///
 /// Background: `stop()`, wait for `isStopped()` up to the deadline (then interrupt the SQLite
-/// statement in flight), release, publish; a passive WAL checkpoint runs after the release. Foreground: publish, take
-/// the lease (highest priority first), register the configured soups, recover interrupted
-/// syncs, `restart(true)`, run the configured syncs. ``run()`` ends after ``shutdown()`` (or a
-/// graceful shutdown of the `ServiceGroup` it runs in: SIGTERM/SIGINT) has released everything.
+/// statement in flight), release, publish; a passive WAL checkpoint runs after the release.
+/// Foreground: publish, take the lease (highest priority first), register the configured soups,
+/// recover interrupted syncs, `restart(true)`, run the configured syncs. ``run()`` ends after
+/// ``shutdown()`` (or a graceful shutdown of the `ServiceGroup` it runs in: SIGTERM/SIGINT) has
+/// released everything.
 ///
 /// An app runs it as a service:
 ///
@@ -45,6 +46,8 @@ public actor Participant: Service {
         /// The manager set aside a sync it cannot run (its row cannot be read).
         case syncSetAside(SetAsideSync)
         case timerFired(Machine.TimerID)
+        /// The manager stopped (the wait `awaitManagerStop` began).
+        case managerStopped
         case localEditEnded
         /// A status write ended: nil when it succeeded, else its error.
         case statusWritten(String?)
@@ -58,19 +61,23 @@ public actor Participant: Service {
     let lease: WriterLease
     let log: ParticipantLog
     let logger: Logger
+    /// Logs and broadcasts what happens.
+    let recorder: ParticipantRecorder
+    /// Starts the writer's syncs and reruns failed ones.
+    let syncs: WriterSyncs
     /// Writes the status file off the event loop (a file replaced takes ext4 half a
     /// millisecond or more); the outcomes come back as `statusWritten`.
     let publisher: StatusPublisher
-    /// `D/participants/<name>.lock`, held for the process's lifetime: one live process per name.
-    var nameLock: FileLock
+    /// Reads the directory and the store (and holds the name).
+    var reader: DirectoryReader
     /// The rules, and the single truth of where this participant is (the lease it holds among
     /// it).
     var machine: Machine
     /// The wait for the lease under way, if any (its id tells its outcome from a stale one's).
-    var acquiring: (id: UUID, task: Task<Void, Never>)?
+    var leaseWait: LeaseWait?
+    /// The wait for the manager's stop under way, if any.
+    var stopWait: Task<Void, Never>?
     var hasRun = false
-    /// Clean resync ghosts runs queued behind its sync; this awaits its outcome for the log.
-    var ghostCleaning: Task<Void, Never>?
     /// The machine's timers, running.
     var timers: [Machine.TimerID: Task<Void, Never>] = [:]
     /// Local edits waiting for this participant to become the writer.
@@ -92,9 +99,7 @@ public actor Participant: Service {
         configuration: ParticipantConfiguration, directory: SharedDirectory, store: SharedStore,
         manager: SyncManager, logger: Logger
     ) throws {
-        try ParticipantName.validate(configuration.name)
-        try directory.ensureSubdirectory(directory.participantsPath)
-        nameLock = try Self.claimName(configuration.name, in: directory)
+        let name = try NameClaim(configuration.name, in: directory)
         self.configuration = configuration
         self.directory = directory
         self.store = store
@@ -108,6 +113,12 @@ public actor Participant: Service {
             onLost: { sink.yield(.lockFileChanged) })
         log = try ParticipantLog(
             directory: directory, name: configuration.name, limit: configuration.logLimit)
+        recorder = ParticipantRecorder(log: log, logger: logger, broadcaster: broadcaster)
+        reader = DirectoryReader(
+            configuration: configuration, directory: directory, store: store, log: log, logger: logger,
+            name: name)
+        syncs = WriterSyncs(
+            configuration: configuration, store: store, manager: manager, log: log, logger: logger)
         publisher = StatusPublisher(directory: directory) { sink.yield(.statusWritten($0)) }
     }
 
@@ -147,17 +158,16 @@ public actor Participant: Service {
     public func write<T: Sendable>(
         waitingUpTo timeout: Duration? = nil, _ body: @escaping @Sendable (LocalEdits) throws -> T
     ) async throws -> T {
-        if !machine.admitsEdits {
-            // A writer still starting (registering its soups) is waited for, as one to come.
-            let starting = machine.phase.name == .writer ? configuration.stopDeadline : nil
-            guard let wait = timeout ?? starting else { throw notWriterError() }
-            try await waitToBeWriter(timeout: wait)
+        switch machine.admitEdit(waitingUpTo: timeout) {
+        case .now: break
+        case .wait(let wait): try await waitToBeWriter(timeout: wait)
+        case .refused: throw notWriterError()
         }
         guard let held = machine.beginLocalEdit() else { throw notWriterError() }
         defer { sink.yield(.localEditEnded) }
         do {
             let result = try await store.write(held.fence) { try body(LocalEdits($0)) }
-            record(.localWrite(epoch: held.epoch))
+            recorder.record(.localWrite(epoch: held.epoch))
             return result
         } catch let error as StoreError where error.code == .staleEpoch {
             throw CoordinatorError(
@@ -170,7 +180,7 @@ public actor Participant: Service {
     func notWriterError() -> CoordinatorError {
         CoordinatorError(
             .notWriter,
-            "participant '\(configuration.name)' does not hold the writer lease (it is \(machine.phase.name == .writer ? "starting as the writer" : machine.phase.name.rawValue))\(writerHint()); bring it to the foreground, or pass a timeout to wait"
+            "participant '\(configuration.name)' does not hold the writer lease (it is \(machine.notWriterState))\(reader.writerHint()); bring it to the foreground, or pass a timeout to wait"
         )
     }
 
@@ -178,6 +188,7 @@ public actor Participant: Service {
     func waitToBeWriter(timeout: Duration) async throws {
         let id = UUID()
         let timer = Task { [weak self] in
+            // Cancelled: the wait ended before the timeout.
             guard (try? await Task.sleep(for: timeout)) != nil else { return }
             await self?.expireWriterWaiter(id)
         }
@@ -217,20 +228,19 @@ public actor Participant: Service {
         }
         // Not the writer yet: the engine refuses syncs until the lease is held.
         await manager.stop()
-        await manager.setNotAcceptingHint(
-            "participant '\(configuration.name)' does not hold the writer lease\(writerHint())")
+        await manager.setNotAcceptingHint(reader.notWriterHint())
         log.log(
             "started",
             [
                 "role": .string(configuration.role.rawValue), "priority": .int(Int64(configuration.priority)),
                 "pid": .int(Int64(getpid())),
             ])
-        try status().publish(in: directory)
+        try reader.status(of: machine).publish(in: directory)
         let watched = try DirectoryWatcher(
             root: directory.path, subdirectories: ["lifecycle", "participants"]
         ).events()
-        let (log, broadcaster) = (self.log, self.broadcaster)
-        await manager.setObserver { Self.record(.sync($0), log: log, broadcaster: broadcaster) }
+        let recorder = self.recorder
+        await manager.setObserver { recorder.record(.sync($0)) }
         let updates = await manager.updates()
         let setAsides = await manager.setAsideSyncs()
         let (manager, sink, logger) = (self.manager, self.sink, self.logger)
@@ -242,26 +252,14 @@ public actor Participant: Service {
                     logger.error("the sync manager stopped running", metadata: ["baton.error": "\(error)"])
                 }
             }
-            group.addTask {
-                for await event in watched { sink.yield(.directory(event)) }
-            }
-            group.addTask {
-                for await update in updates { sink.yield(.syncUpdate(update)) }
-            }
-            group.addTask {
-                for await sync in setAsides { sink.yield(.syncSetAside(sync)) }
-            }
+            group.addTask { for await event in watched { sink.yield(.directory(event)) } }
+            group.addTask { for await update in updates { sink.yield(.syncUpdate(update)) } }
+            group.addTask { for await sync in setAsides { sink.yield(.syncSetAside(sync)) } }
             sink.yield(.directory(.rescan("start")))
             for await input in inbox {
                 if await handle(input) { break }
             }
-            acquiring?.task.cancel()
-            await acquiring?.task.value
-            await ghostCleaning?.value
-            for timer in timers.values { timer.cancel() }
-            timers = [:]
-            // Local edits still waiting for the lease will not get it from this run.
-            for id in Array(writerWaiters.keys) { expireWriterWaiter(id) }
+            await endRun()
             group.cancelAll()
         }
         // The last status (finished) is on disk before run() returns.
@@ -271,120 +269,81 @@ public actor Participant: Service {
         broadcaster.finish()
     }
 
-    /// Turns one input into the machine's events, with the checks that need I/O; returns true
-    /// when the loop must end.
+    /// What outlives the loop: the waits and timers end, and local edits still waiting for the
+    /// lease will not get it from this run.
+    private func endRun() async {
+        await leaseWait?.cancel()
+        stopWait?.cancel()
+        await stopWait?.value
+        await syncs.finishGhostCleaning()
+        for timer in timers.values { timer.cancel() }
+        timers = [:]
+        for id in Array(writerWaiters.keys) { expireWriterWaiter(id) }
+    }
+
+    /// Turns one input into the machine's events (with the reads that they report) and feeds
+    /// them; returns true when the loop must end.
     func handle(_ input: Input) async -> Bool {
         switch input {
         case .directory(let change):
-            return await directoryChanged(change)
+            return await feed(reader.changed(change))
         case .leaseGranted(let held, let waitMillis, let wait):
-            if let wait, acquiring?.id == wait { acquiring = nil }
+            if let wait, leaseWait?.id == wait { leaseWait = nil }
             // A holding released since (the wait was cancelled) is nobody's to adopt.
             guard lease.current == held else { return false }
-            return await feed(.leaseGranted(held, waitMillis: waitMillis))
+            return await feed([.leaseGranted(held, waitMillis: waitMillis)])
         case .leaseFailed(let reason, let wait):
             // Only the wait under way counts (a cancelled one's failure says nothing now).
-            guard acquiring?.id == wait else { return false }
-            acquiring = nil
-            return await feed(.leaseFailed(reason))
+            guard leaseWait?.id == wait else { return false }
+            leaseWait = nil
+            return await feed([.leaseFailed(reason)])
         case .lockFileChanged:
-            return await checkLockFile()
+            return await feed([.lockFileChanged])
         case .leaseBlocked(let blocked):
-            return await feed(.leaseBlocked(blocked))
+            return await feed([.leaseBlocked(blocked)])
         case .syncUpdate(let state):
-            if let name = state.name {
-                switch state.status {
-                case .done: if await feed(.syncFinished(name)) { return true }
-                case .failed: if await feed(syncFailed(name, error: state.error)) { return true }
-                default: break
-                }
+            var events: [Machine.Event] = []
+            switch (state.name, state.status) {
+            case (let name?, .done): events.append(.syncFinished(name))
+            case (let name?, .failed): events.append(reader.syncFailed(name, error: state.error))
+            default: break
             }
-            return await feed(.managerState(await manager.state))
+            return await feed(events + [.syncStateChanged])
         case .syncSetAside(let sync):
-            record(.syncSetAside(id: sync.id, name: sync.name, error: sync.error.message))
+            recorder.record(.syncSetAside(id: sync.id, name: sync.name, error: sync.error.message))
             // A configured one is retried as a failed sync is: once its row is repaired, it runs.
             guard let name = sync.name else { return false }
-            return await feed(syncFailed(name, error: sync.error.message))
+            return await feed([reader.syncFailed(name, error: sync.error.message)])
         case .timerFired(let id):
             timers[id] = nil
-            return await feed(.timerFired(id))
+            return await feed([.timerFired(id)])
+        case .managerStopped:
+            stopWait = nil
+            return await feed([.managerStopped])
         case .localEditEnded:
-            return await feed(.localEditEnded)
+            return await feed([.localEditEnded])
         case .statusWritten(let error):
-            return await feed(error.map(Machine.Event.publishFailed) ?? .published)
+            return await feed([error.map(Machine.Event.publishFailed) ?? .published])
         case .shutdown:
             log.log("shutdown.requested")
-            return await feed(.shutdown)
+            return await feed([.shutdown])
         }
     }
 
-    /// Feeds `event` to the machine and carries out what it returns; returns true when the loop
-    /// must end.
-    func feed(_ event: Machine.Event) async -> Bool {
-        await perform(machine.handle(event))
-    }
-
-    /// Carries out `actions` in order. An action's outcome is fed back at once, and what the
-    /// machine answers is carried out before the next action. Returns true on `exit`.
-    func perform(_ actions: [Machine.Action]) async -> Bool {
-        for action in actions {
-            for outcome in await carryOut(action) {
-                if await perform(machine.handle(outcome)) { return true }
+    /// Feeds `events` to the machine in order and carries out the actions it returns, each to
+    /// its end (no action is carried out inside another): once all of one event's actions are
+    /// carried out, the events they returned are fed, ahead of those still pending. Returns true
+    /// on `exit`.
+    func feed(_ events: [Machine.Event]) async -> Bool {
+        var pending = events
+        while !pending.isEmpty {
+            var outcomes: [Machine.Event] = []
+            for action in machine.handle(pending.removeFirst()) {
+                outcomes += await carryOut(action)
+                if action == .exit { return true }
             }
-            if action == .exit { return true }
+            pending.insert(contentsOf: outcomes, at: 0)
         }
         return false
-    }
-
-    /// Carries out one action; returns the events that say how it went.
-    func carryOut(_ action: Machine.Action) async -> [Machine.Event] {
-        switch action {
-        case .publish:
-            // Written off the loop; `published` or `publishFailed` arrives as its own input.
-            publisher.submit(status())
-        case .record(let note):
-            record(note)
-        case .startAcquiring:
-            // Whoever decides by this participant's status (a lower-priority waiter holding
-            // back) reads it as waiting before the wait begins.
-            await publisher.flush()
-            startAcquiring()
-        case .cancelAcquiring:
-            await cancelAcquiring()
-        case .becomeWriter(let held):
-            return await becomeWriter(held)
-        case .resumeEditWaiters:
-            let waiters = writerWaiters
-            writerWaiters = [:]
-            for waiter in waiters.values { waiter.resume() }
-        case .runSync(let name):
-            return await runAgain(name)
-        case .stopSyncs(let reason):
-            return await stopSyncs(reason)
-        case .releaseLease(let held, let reason, let recordRelease, let stopBegan):
-            // The release time goes into the lock file (the next holder's first write records
-            // it). Fenced, the interval is the taker's to close: this process writes nothing.
-            lease.release(held, recordRelease: recordRelease)
-            record(
-                .leaseReleased(
-                    epoch: held.epoch, reason: reason, releaseMillis: MonotonicClock.millis() - stopBegan))
-            store.resumeWrites()
-            return [.released]
-        case .releaseUnused(let held):
-            releaseUnused(held)
-        case .scheduleTimer(let id, let delay):
-            let sink = self.sink
-            timers[id] = Task {
-                guard (try? await Task.sleep(for: delay)) != nil else { return }
-                sink.yield(.timerFired(id))
-            }
-        case .cancelTimer(let id):
-            timers.removeValue(forKey: id)?.cancel()
-        case .checkStore:
-            return [checkStore()]
-        case .exit:
-            await publisher.flush()
-        }
-        return []
     }
 }

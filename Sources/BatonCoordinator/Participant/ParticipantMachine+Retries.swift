@@ -46,6 +46,10 @@ extension ParticipantMachine {
             case retry(String)
             /// Try a failed step again.
             case recovery(Recovery)
+            /// A stop's save grace is over.
+            case saveGrace
+            /// A stop's deadline passed.
+            case stopDeadline
         }
 
         /// What the timer is for.
@@ -62,6 +66,8 @@ extension ParticipantMachine {
             switch kind {
             case .retry(let name): "retry(\(name))#\(serial)"
             case .recovery(let recovery): "recovery(\(recovery.rawValue))#\(serial)"
+            case .saveGrace: "saveGrace#\(serial)"
+            case .stopDeadline: "stopDeadline#\(serial)"
             }
         }
     }
@@ -81,6 +87,9 @@ extension ParticipantMachine {
     package var pendingTimers: Set<TimerID> {
         var timers = Set(retries.values.compactMap { $0.pending?.timer })
         for state in recoveries.values { if let timer = state.timer { timers.insert(timer) } }
+        if case .waiting(let wait) = release?.stop {
+            for timer in [wait.grace, wait.deadline] { if let timer { timers.insert(timer) } }
+        }
         return timers
     }
 
@@ -175,6 +184,8 @@ extension ParticipantMachine {
 
     mutating func timerFired(_ id: TimerID) -> [Action] {
         switch id.kind {
+        case .saveGrace, .stopDeadline:
+            return stopTimerFired(id)
         case .retry(let name):
             guard retries[name]?.pending?.timer == id else { return [] }
             // The status keeps the retry while it runs.

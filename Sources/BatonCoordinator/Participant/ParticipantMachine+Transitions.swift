@@ -95,7 +95,9 @@ extension ParticipantMachine {
             admitsEdits = true
             var actions = resetRecovery(.writerStart)
             if case .writerStartFailed = problem { actions += setProblem(nil) }
-            return actions + [.resumeEditWaiters]
+            // A higher-priority participant that began to wait after this wait's last look, but
+            // whose status was read before the grant: no change is coming to say so again.
+            return actions + [.resumeEditWaiters, .checkPriority]
         case .writerStartFailed(let error):
             // Holding the lease with nothing running helps nobody: try again after a pause.
             // Edits wait for a start that succeeds (their soups may not be registered).
@@ -171,50 +173,21 @@ extension ParticipantMachine {
         let release = Release(lease: lease, reason: reason)
         phase = fenced ? .fenced(release) : .releasing(release)
         admitsEdits = false
-        return cancelRetries() + cancelRecovery(.writerStart) + [.publish, .stopSyncs(reason)]
-    }
-
-    mutating func syncsStopped(began: Double) -> [Action] {
-        switch phase {
-        case .releasing(var release) where release.stopBegan == nil:
-            release.stopBegan = began
-            phase = .releasing(release)
-        case .fenced(var release) where release.stopBegan == nil:
-            release.stopBegan = began
-            phase = .fenced(release)
-        default:
-            return []
-        }
-        return releaseIfDue()
+        return cancelRetries() + cancelRecovery(.writerStart) + [.publish, .stopManager(reason)]
     }
 
     /// The lease goes once the syncs have stopped and no local edit runs: nothing commits
-    /// after it is let go.
+    /// after it is let go. Fenced, the release is not recorded (the taker closes the interval).
     func releaseIfDue() -> [Action] {
-        guard localEdits == 0 else { return [] }
-        switch phase {
-        case .releasing(let release):
-            guard let began = release.stopBegan else { return [] }
-            return [
-                .releaseLease(release.lease, reason: release.reason, recordRelease: true, stopBegan: began)
-            ]
-        case .fenced(let release):
-            guard let began = release.stopBegan else { return [] }
-            return [
-                .releaseLease(release.lease, reason: release.reason, recordRelease: false, stopBegan: began)
-            ]
-        default:
-            return []
-        }
+        guard localEdits == 0, let release, case .stopped(let began) = release.stop else { return [] }
+        return [
+            .releaseLease(
+                release.lease, reason: release.reason, recordRelease: phase.name != .fenced, stopBegan: began)
+        ]
     }
 
     mutating func released() -> [Action] {
-        switch phase {
-        case .releasing(let release), .fenced(let release):
-            guard release.stopBegan != nil, localEdits == 0 else { return [] }
-        default:
-            return []
-        }
+        guard let release, case .stopped = release.stop, localEdits == 0 else { return [] }
         if shuttingDown { return finish() }
         if desired == .foreground {
             phase = .waiting

@@ -32,10 +32,14 @@ extension ParticipantMachine {
         case manager(ManagerStateMachine.State)
         /// Publishing the status failed, the first time in a row (`status.failed`).
         case statusFailed(String)
+        /// The syncs' stop, begun at `began` (monotonic ms), is done: `stopped`, with its
+        /// duration.
+        case syncsStopped(began: Double)
     }
 
     /// What the participant must do. Those marked "→" end with the event(s) named, which the
-    /// participant feeds back before it carries out the next action.
+    /// participant feeds back once it has carried out every action of the same event, ahead of
+    /// the events still pending ("→ later": they arrive as the participant's input).
     package enum Action: Sendable, Hashable {
         /// Write the status file from this machine's state. The write may end after the
         /// actions that follow (the participant writes off its loop, newest state first); it
@@ -56,9 +60,28 @@ extension ParticipantMachine {
         case resumeEditWaiters
         /// Run a failed configured sync again. → `syncFailed` when it cannot even start.
         case runSync(String)
-        /// `stop()`, wait for `isStopped()` (interrupting past the deadline), ask for a checkpoint
-        /// after the release, stop fencing the manager's writes with the lease. → `syncsStopped`.
-        case stopSyncs(ReleaseReason)
+        /// Say the stop was requested (for `reason`) and ask the manager to stop. →
+        /// `managerStopping`.
+        case stopManager(ReleaseReason)
+        /// Wait, off the event loop, for the manager to stop. → later `managerStopped`.
+        case awaitManagerStop
+        /// The save grace is over: end the page being saved at its next record (what it saved
+        /// stays).
+        case endPageSaveEarly
+        /// The stop's deadline passed: interrupt the SQLite statement in flight (its page rolls
+        /// back) and abandon a wait for a lock held elsewhere, so that the stop completes.
+        case interruptStore
+        /// A sync's end that could not be written yet: one more try while the lease is held (past
+        /// the deadline, the next holder's recovery sets it `stopped`).
+        case flushUnpersisted
+        /// What this writer committed into a log that was deleted or replaced is seen by nobody
+        /// else: copy it all into the store file before the lease goes (within the deadline).
+        case copyBackCompletely
+        /// Ask for the log to be copied back after the release, on another thread.
+        case checkpointAfterRelease
+        /// Stop fencing the manager's writes with the lease; it refuses syncs now. →
+        /// `managerState`, then `syncsStopped`.
+        case dropWriteAccess
         /// Let the lease go (local edits have ended) and record it with its duration since
         /// `stopBegan`; `recordRelease` is false when fenced (the taker closes the interval).
         /// → `released`.
@@ -72,6 +95,16 @@ extension ParticipantMachine {
         /// Check the store's files and, when the paths hold a store other than the one opened,
         /// reopen it. → `storeBack`, `storeReopened` or `storeReopenFailed`.
         case checkStore
+        /// Check that `D/writer.lock` is still the file this holding of `lease` locked. → `leaseLost`
+        /// when it is not.
+        case checkLockFile(Lease)
+        /// Read the statuses: does a higher-priority participant wait, alive and foreground? →
+        /// `higherPriorityWaiting` when one does.
+        case checkPriority
+        /// Not the writer: let the manager's refusals name the current writer.
+        case refreshWriterHint
+        /// Read the sync manager's state. → `managerState`.
+        case readManagerState
         /// Leave the event loop (local edits still waiting for the lease fail).
         case exit
 
@@ -105,6 +138,14 @@ extension ParticipantMachine {
         case leaseBlocked(WriterLease.Blocked?)
         /// A participant with a higher priority is foreground and waiting for the lease.
         case higherPriorityWaiting
+        /// `D/writer.lock` was deleted, replaced or renamed (the holder's check says whether it is
+        /// still its file).
+        case lockFileChanged
+        /// One of the store's files changed: what the store file check says now (nil: all fine).
+        case storeChecked(String?)
+        /// The directory was read again (the lifecycle signal fed before this): what the store
+        /// file check says now (nil: all fine).
+        case directoryRead(storeProblem: String?)
         /// `becomeWriter` succeeded.
         case writerStarted
         /// `becomeWriter` failed (a storage error).
@@ -129,12 +170,20 @@ extension ParticipantMachine {
         case storeReopenFailed(String)
         /// The sync manager's state (fed whenever it may have changed).
         case managerState(ManagerStateMachine.State)
+        /// A sync's state changed (after its `syncFinished` or `syncFailed`, if any): the
+        /// manager's state may have changed too.
+        case syncStateChanged
         /// A timer from `scheduleTimer` fired.
         case timerFired(TimerID)
         /// A local edit admitted by ``beginLocalEdit()`` ended (committed or not).
         case localEditEnded
-        /// `stopSyncs` is done; the stop began at `began` (monotonic ms).
-        case syncsStopped(began: Double)
+        /// `stopManager` is done: the manager's state now, and when the stop began (monotonic
+        /// ms).
+        case managerStopping(ManagerStateMachine.State, began: Double)
+        /// `awaitManagerStop` is done: the manager stopped.
+        case managerStopped
+        /// `dropWriteAccess` is done: the syncs have stopped.
+        case syncsStopped
         /// `releaseLease` is done.
         case released
         /// `publish` is done.

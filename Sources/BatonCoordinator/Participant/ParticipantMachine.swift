@@ -7,12 +7,15 @@ import BatonSync
 ///
 /// It owns everything a reader of the participant must check: the phase with the lease held, the
 /// lifecycle asked for, each configured sync's retries, the recoveries after storage failures,
-/// the problem published, the local edits in flight. Nothing here is kept twice: the published
-/// retries, the pending timers and the epoch are read off that state.
+/// the stop before a release (its save grace and deadline, the flush and the checkpoint it
+/// calls for), the problem published, the local edits in flight. Nothing here is kept twice:
+/// the published retries, the pending timers and the epoch are read off that state. What the
+/// participant reads (a store file's problem, a higher-priority participant waiting, the lock
+/// file's state) arrives as facts; what they call for is decided here.
 ///
 /// `Lease` is what the lease gives a holder (`WriterLease.Held` in `Participant`; any small
-/// value in tests). Time enters as values in events (`at`, `waitMillis`, `began`), never from a
-/// clock.
+/// value in tests). Time enters as values in events (`at`, `waitMillis`, `began`) and as timers
+/// this machine schedules, never from a clock.
 ///
 /// ```swift
 /// var machine = ParticipantMachine<WriterLease.Held>(configuration)
@@ -66,15 +69,49 @@ package struct ParticipantMachine<Lease: Sendable & Hashable>: Sendable, Hashabl
         package let lease: Lease
         /// Why (recorded with the release, even when the holding is fenced meanwhile).
         package let reason: ReleaseReason
-        /// Set once the syncs have stopped: when their stop began (monotonic ms, for the
-        /// release's duration). Nil while they stop.
-        package internal(set) var stopBegan: Double?
+        /// How far the syncs' stop has come.
+        package internal(set) var stop: Stop = .requested
 
-        init(lease: Lease, reason: ReleaseReason, stopBegan: Double? = nil) {
+        init(lease: Lease, reason: ReleaseReason) {
             self.lease = lease
             self.reason = reason
-            self.stopBegan = stopBegan
         }
+
+        /// When the syncs' stop began (monotonic ms, for the release's duration), once known.
+        package var stopBegan: Double? {
+            switch stop {
+            case .requested: nil
+            case .waiting(let wait): wait.began
+            case .ending(let began), .stopped(let began): began
+            }
+        }
+    }
+
+    /// A release's stop of the syncs, step by step: `stopManager`, then the wait for the manager
+    /// (the save grace and the deadline run as timers), then its end (`flushUnpersisted` when
+    /// within the deadline, a checkpoint, the write access dropped), then the release.
+    package enum Stop: Sendable, Hashable {
+        /// `stopManager` is under way.
+        case requested
+        /// The manager stops; the participant waits for it.
+        case waiting(StopWait)
+        /// The manager stopped (its stop began at the value, monotonic ms): the stop's last
+        /// steps are under way.
+        case ending(began: Double)
+        /// The syncs stopped (since the value): the lease goes once no local edit runs.
+        case stopped(began: Double)
+    }
+
+    /// The wait for the manager's stop.
+    package struct StopWait: Sendable, Hashable {
+        /// When the stop began (monotonic ms).
+        package let began: Double
+        /// The save grace's timer, until it fires (nil: none, or fired).
+        package internal(set) var grace: TimerID?
+        /// The deadline's timer, until it fires.
+        package internal(set) var deadline: TimerID?
+        /// The deadline passed before the manager stopped (the store was interrupted).
+        package internal(set) var deadlinePassed = false
     }
 
     /// Each configured sync's failures in a row, and its retry while one is published.
@@ -106,6 +143,12 @@ package struct ParticipantMachine<Lease: Sendable & Hashable>: Sendable, Hashabl
     package let retryDelay: Duration?
     /// The longest pause of a retry or a recovery.
     package let maxRetryDelay: Duration
+    /// How long a stop waits for the manager before it interrupts the store; also how long a
+    /// local edit waits for a writer still starting.
+    package let stopDeadline: Duration
+    /// How long a stop lets a page being saved run on before it ends the save early (nil:
+    /// never; at most the deadline).
+    package let saveGrace: Duration?
 
     /// Where the participant is, with the lease it holds.
     package internal(set) var phase: Phase = .background
@@ -130,19 +173,25 @@ package struct ParticipantMachine<Lease: Sendable & Hashable>: Sendable, Hashabl
     package internal(set) var refusedSignal: RefusedSignal?
     var lastTimerSerial = 0
 
-    /// Makes a machine in the background, for the configured syncs of these names and these
-    /// retry delays.
-    package init(configuredSyncs: some Sequence<String>, retryDelay: Duration?, maxRetryDelay: Duration) {
+    /// Makes a machine in the background, for the configured syncs of these names, these retry
+    /// delays and this stop's deadline and save grace.
+    package init(
+        configuredSyncs: some Sequence<String>, retryDelay: Duration?, maxRetryDelay: Duration,
+        stopDeadline: Duration = .seconds(5), saveGrace: Duration? = nil
+    ) {
         self.configuredSyncs = Set(configuredSyncs)
         self.retryDelay = retryDelay
         self.maxRetryDelay = maxRetryDelay
+        self.stopDeadline = stopDeadline
+        self.saveGrace = saveGrace
     }
 
     /// The machine for a participant set up with `configuration`.
     package init(_ configuration: ParticipantConfiguration) {
         self.init(
             configuredSyncs: configuration.syncs.map(\.name), retryDelay: configuration.retryDelay,
-            maxRetryDelay: configuration.maxRetryDelay)
+            maxRetryDelay: configuration.maxRetryDelay, stopDeadline: configuration.stopDeadline,
+            saveGrace: configuration.saveGrace)
     }
 
     /// Takes `event` in and returns what to do, in order.
@@ -189,26 +238,39 @@ package struct ParticipantMachine<Lease: Sendable & Hashable>: Sendable, Hashabl
             guard configuredSyncs.contains(name) else { return [] }
             if let storeProblem { return storeLost(storeProblem) }
             return scheduleRetry(name, error: error, at: at)
+        case .lockFileChanged: return lockFileChanged()
+        case .storeChecked(let problem): return storeChecked(problem)
+        case .directoryRead(let problem): return directoryRead(storeProblem: problem)
         case .storeLost(let reason): return storeLost(reason)
         case .storeBack: return storeBack(.storeBack)
         case .storeReopened(let what): return storeBack(.storeReopened(what))
         case .storeReopenFailed(let reason): return storeReopenFailed(reason)
-        case .managerState(let state):
-            guard state != managerState else { return [] }
-            managerState = state
-            return [.record(.manager(state)), .publish]
+        case .managerState(let state): return noteManagerState(state)
+        case .syncStateChanged:
+            // While the manager stops, it may be inside a write that only the deadline's
+            // interrupt ends: nothing waits for it then (the stop's end reads its state).
+            return waitsForManagerStop ? [] : [.readManagerState]
         case .timerFired(let id): return timerFired(id)
         case .localEditEnded:
             guard localEdits > 0 else { return [] }
             localEdits -= 1
             return releaseIfDue()
-        case .syncsStopped(let began): return syncsStopped(began: began)
+        case .managerStopping(let state, let began): return managerStopping(state, began: began)
+        case .managerStopped: return managerStopped()
+        case .syncsStopped: return syncsStopped()
         case .released: return released()
         case .published: return resetRecovery(.publish)
         case .publishFailed(let error): return publishFailed(error)
         case .publishRequested: return [.publish]
         case .shutdown: return shutdown()
         }
+    }
+
+    /// The sync manager's state, recorded and published when it changed.
+    mutating func noteManagerState(_ state: ManagerStateMachine.State) -> [Action] {
+        guard state != managerState else { return [] }
+        managerState = state
+        return [.record(.manager(state)), .publish]
     }
 
     /// A local edit asks to commit: the lease to fence it with, counted until `localEditEnded`
