@@ -1,3 +1,4 @@
+import BatonLocking
 import BatonStore
 import BatonSync
 import BatonTestSupport
@@ -93,7 +94,8 @@ struct UnreadableFixture: Sendable {
     }
 
     static func run(
-        faults: StorageFaults? = nil, _ body: @Sendable (UnreadableFixture) async throws -> Void
+        faults: StorageFaults? = nil, hooks: SyncHooks? = nil,
+        _ body: @Sendable (UnreadableFixture) async throws -> Void
     ) async throws {
         let temp = try TemporaryDirectory()
         let unfenced = try UnfencedStore.open(
@@ -103,7 +105,8 @@ struct UnreadableFixture: Sendable {
         logger.logLevel = .critical  // the set-asides are logged as warnings, on purpose
         let gate = FetchGate()
         let manager = SyncManager(
-            unfenced: unfenced, targetFactory: MemoryTargetFactory(gate: gate), logger: logger)
+            store: unfenced.store, access: unfenced.access, targetFactory: MemoryTargetFactory(gate: gate),
+            hooks: hooks, logger: logger)
         let fixture = UnreadableFixture(unfenced: unfenced, manager: manager, gate: gate)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await manager.run() }
@@ -183,6 +186,50 @@ struct UnreadableSyncTests {
             try await f.manager.reSync(id: second.id)
             let repaired = try #require(await f.manager.waitForSync(id: second.id))
             #expect(repaired.status == .done && repaired.error == nil)
+            #expect(try f.store.count(in: "second") == 2)
+        }
+    }
+
+    @Test(
+        "a queued sync whose read fails ends failed with the cause, never left running; the others complete; reSync runs it"
+    )
+    func queuedReadFails() async throws {
+        let failing = Locked<Set<Int64>>([])
+        // The store cannot be read for this sync, once: an I/O error.
+        let hooks = SyncHooks(syncWillBeRead: { id in
+            if failing.withLock({ $0.remove(id) != nil }) {
+                throw StoreError(.database, "disk I/O error (injected read fault)")
+            }
+        })
+        try await UnreadableFixture.run(hooks: hooks) { f in
+            let setAsides = await f.manager.setAsideSyncs()
+            let first = try await f.manager.syncDown(
+                target: MemoryTarget(count: 3, gate: f.gate), soupName: "first", name: "first")
+            await f.gate.arrival()
+            let second = try await f.manager.syncDown(
+                target: MemoryTarget(count: 2), soupName: "second", name: "second")
+            let third = try await f.manager.syncDown(
+                target: MemoryTarget(count: 4), soupName: "third", name: "third")
+            failing.withLock { _ = $0.insert(second.id) }
+            f.gate.open()
+
+            #expect(await f.manager.waitForSync(id: first.id)?.status == .done)
+            let failed = try #require(await f.manager.waitForSync(id: second.id))
+            #expect(failed.status == .failed)
+            let error = try #require(failed.error)
+            #expect(
+                error.contains("sync 'second' (#\(second.id)) could not be read from the store"), "\(error)")
+            #expect(error.contains("disk I/O error (injected read fault)"), "\(error)")
+            #expect(try SyncState.byId(second.id, store: f.store)?.status == .failed)
+            #expect(await f.manager.waitForSync(id: third.id)?.status == .done)
+            #expect(await f.manager.unpersistedSyncIds == [])
+            var reported = setAsides.makeAsyncIterator()
+            let told = await reported.next()
+            #expect(told?.id == second.id && told?.error.message == error)
+
+            try await f.manager.reSync(id: second.id)
+            let rerun = try #require(await f.manager.waitForSync(id: second.id))
+            #expect(rerun.status == .done && rerun.error == nil)
             #expect(try f.store.count(in: "second") == 2)
         }
     }

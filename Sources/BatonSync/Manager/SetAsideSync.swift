@@ -9,4 +9,10 @@ public struct SetAsideSync: Sendable, Hashable {
     public var name: String?
     /// Why, naming the sync by id and name (never what its columns hold): `unreadableSync`.
     public var error: SyncError
+
+    package init(id: Int64, name: String?, error: SyncError) {
+        self.id = id
+        self.name = name
+        self.error = error
+    }
 }

@@ -7,7 +7,15 @@ package struct SyncHooks: Sendable {
     /// data-loss bug) and check that a sweep catches it.
     package var pageWillSave: (@Sendable (_ committed: inout SyncState, _ next: SyncState) -> Void)?
 
-    package init(pageWillSave: (@Sendable (_ committed: inout SyncState, _ next: SyncState) -> Void)? = nil) {
+    /// Called before a queued job reads its sync from the store; what it throws is what the read
+    /// throws (a store that cannot be read: an I/O error, a store file replaced).
+    package var syncWillBeRead: (@Sendable (_ syncId: Int64) throws -> Void)?
+
+    package init(
+        pageWillSave: (@Sendable (_ committed: inout SyncState, _ next: SyncState) -> Void)? = nil,
+        syncWillBeRead: (@Sendable (_ syncId: Int64) throws -> Void)? = nil
+    ) {
         self.pageWillSave = pageWillSave
+        self.syncWillBeRead = syncWillBeRead
     }
 }

@@ -1,4 +1,5 @@
 import BatonStore
+import Foundation
 import Synchronization
 
 extension SyncManager {
@@ -12,7 +13,7 @@ extension SyncManager {
     /// Upserts a page by server id (clearing local flags, stamping the sync id) and saves the
     /// sync's state, in one fenced transaction; see ``writePage(_:_:in:interrupted:stateAfter:)``.
     ///
-    /// The write runs on ``saveQueue`` (awaited, so still in order), outside the cooperative
+    /// The write runs on ``PageSaves``' queue (awaited, so still in order), outside the cooperative
     /// pool and out of reach of a stop's cancellation: a page that arrived is saved even if a
     /// stop lands meanwhile, and the stop is seen at the next check. ``endPageSaveEarly()``
     /// raises a flag the write reads before each record: the page then ends there, with the
@@ -31,10 +32,10 @@ extension SyncManager {
             idField: idField, dateField: dateField, children: children, incremental: incremental)
         let access = try writer()
         let cut = StopFlag()
-        pageSaveCut = cut
-        defer { pageSaveCut = nil }
+        pageSaves.cut = cut
+        defer { pageSaves.cut = nil }
         return try await withCheckedThrowingContinuation { continuation in
-            saveQueue.async {
+            pageSaves.queue.async {
                 continuation.resume(
                     with: Result {
                         try access.write { transaction in
@@ -56,9 +57,17 @@ extension SyncManager {
     /// - Returns: whether a page was being saved.
     @discardableResult
     public func endPageSaveEarly() -> Bool {
-        guard machine.state != .acceptingSyncs, let pageSaveCut else { return false }
-        pageSaveCut.raise()
+        guard machine.state != .acceptingSyncs, let cut = pageSaves.cut else { return false }
+        cut.raise()
         return true
+    }
+
+    /// Where page saves run: a thread outside Swift's cooperative pool, which a save of a few
+    /// milliseconds would otherwise hold from the work that reacts to a stop; and the flag
+    /// ``endPageSaveEarly()`` raises to end the page being saved at its next record.
+    struct PageSaves {
+        let queue = DispatchQueue(label: "baton.sync.page-save")
+        var cut: StopFlag?
     }
 
     /// Where a sync down's page goes and how it is merged.

@@ -1,19 +1,13 @@
 import BatonStore
 
 extension SyncManager {
-    /// Every sync set aside from now on (a `SyncState` cannot be built from its row, so
-    /// ``updates()`` cannot tell of it): a participant retries a configured one, whose repaired
-    /// row then runs.
-    public func setAsideSyncs() -> AsyncStream<SetAsideSync> {
-        setAsides.subscribe()
-    }
-
     /// The state of a queued job's sync, to run it (or to mark it stopped); nil when there is
     /// nothing to run. A sync that cannot be read is never dropped silently: it is set aside,
     /// `failed` with the cause, so that it is not left `running` with nothing running it.
     func readForRun(_ job: Job) async -> SyncState? {
         let stored: StoredSync?
         do {
+            try hooks?.syncWillBeRead?(job.syncId)
             stored = try StoredSync.byId(job.syncId, store: store)
         } catch {
             // The store could not be read (an I/O error, a store file replaced). Its next reSync
@@ -58,29 +52,11 @@ extension SyncManager {
         logger.warning(
             "set aside a sync that cannot run; the others go on",
             metadata: ["baton.sync": "\(id)", "baton.error": "\(cause.message)"])
-        if !unchanged {
-            do {
-                try await writeSetAside(id, error: cause.message, through: writer())
-                unpersistedSetAsides[id] = nil
-            } catch {
-                logger.error(
-                    "could not mark a set-aside sync failed; will try again",
-                    metadata: ["baton.sync": "\(id)", "baton.error": "\(error)"])
-                unpersistedSetAsides[id] = cause.message
-                startFlushingFinals()
-            }
+        let sync = SetAsideSync(id: id, name: name, error: cause)
+        if unchanged {
+            listeners.setAsides.send(sync)
+        } else {
+            await changeStatus(.setAside(sync), onUpdate: nil)
         }
-        setAsides.send(SetAsideSync(id: id, name: name, error: cause))
-    }
-
-    /// Writes a set-aside sync's `failed` in a task of its own, as ``writeUncancelled(_:through:)``.
-    func writeSetAside(_ id: Int64, error: String, through access: WriteAccess) async throws {
-        let ended = WallClock.nowMillis()
-        let failed = SyncStatus.failed.rawValue
-        _ = try await Task.detached {
-            try await access.write {
-                try $0.setSyncStatus(id: id, status: failed, error: error, endTime: ended)
-            }
-        }.value
     }
 }

@@ -94,7 +94,7 @@ extension SyncManager {
         case .readable(let state):
             return state
         case .unreadable(let sync):
-            guard !isRunQueuedOrRunning(sync.id) else {
+            guard !machine.isRunActive(sync.id) else {
                 throw SyncError(.alreadyRunning, "sync \(sync.name ?? String(sync.id)) is already running")
             }
             await setAside(sync)
@@ -120,7 +120,10 @@ extension SyncManager {
                 .wrongSyncType, "clean resync ghosts applies to sync downs; sync \(id) is a sync up")
         }
         return try await withCheckedThrowingContinuation { continuation in
-            enqueue(Job(syncId: id, name: state.name, kind: .cleanGhosts(continuation), onUpdate: nil))
+            let job = machine.makeJob(syncId: id, name: state.name, kind: .cleanGhosts)
+            jobs[job.id] = JobHandles(ghosts: continuation)
+            // Accepted: nothing suspended since `requireAccepting`, so no stop came between.
+            carryOutAtOnce(machine.handle(.submitted(job)))
         }
     }
 
@@ -160,28 +163,16 @@ extension SyncManager {
     /// final state could not be written (a full disk): only the lease holder runs syncs, so it
     /// is resumed like a stopped one.
     func submit(_ state: SyncState, onUpdate: SyncUpdateBlock?) async throws -> SyncState {
-        guard !isRunQueuedOrRunning(state.id) else {
+        guard !machine.isRunActive(state.id) else {
             throw SyncError(.alreadyRunning, "sync \(state.name ?? String(state.id)) is already running")
         }
-        unpersistedFinals[state.id] = nil
-        unpersistedSetAsides[state.id] = nil
-        var running = state
-        running.status = .running
-        running.progress = 0
-        running.totalSize = -1
-        // As Mobile Sync, the last failure's error stays while the sync runs again (a retry
-        // shows why the previous attempt failed); `done` clears it.
-        running.startTime = WallClock.nowMillis()
-        running.endTime = nil
-        cancelRequested.remove(state.id)
-        try await persist(running, onUpdate: onUpdate)
-        // A stop may have arrived while persisting: then the sync is stopped, not queued.
-        guard machine.state == .acceptingSyncs else {
-            running.status = .stopped
-            await persistFinal(running, onUpdate: onUpdate)
-            return running
-        }
-        enqueue(Job(syncId: state.id, name: state.name, kind: .run, onUpdate: onUpdate))
-        return running
+        carryOutAtOnce(machine.handle(.submitting(syncId: state.id)))
+        let start = StatusChange.start(state)
+        if let failure = await changeStatus(start, onUpdate: onUpdate) { throw failure }
+        // A stop may have arrived while persisting: then the machine ends the job at once.
+        let job = machine.makeJob(syncId: state.id, name: state.name, kind: .run)
+        jobs[job.id] = JobHandles(onUpdate: onUpdate)
+        await carryOut(machine.handle(.submitted(job)))
+        return start.state ?? state
     }
 }

@@ -99,7 +99,7 @@ public struct SyncState: Sendable, Hashable, Encodable {
         return SyncDownPosition(modifiedSince: since < 0 ? nil : since, run: run)
     }
 
-    init(name: String?, type: SyncType, target: JSONObject, options: SyncOptions, soupName: String) {
+    package init(name: String?, type: SyncType, target: JSONObject, options: SyncOptions, soupName: String) {
         id = 0
         self.name = name
         self.type = type
