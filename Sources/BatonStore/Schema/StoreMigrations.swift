@@ -26,138 +26,153 @@ enum StoreMigrations {
         if !complete { try migrator.migrate(pool) }
     }
 
+    /// The store's migrations, in order; each is a function below.
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.execute(
-                sql: """
-                    CREATE TABLE soup_registry (
-                        id INTEGER PRIMARY KEY AUTOINCREMENT,
-                        name TEXT NOT NULL UNIQUE,
-                        indexSpecs TEXT NOT NULL,
-                        created INTEGER NOT NULL
-                    );
-                    CREATE TABLE sync_state (
-                        id INTEGER PRIMARY KEY AUTOINCREMENT,
-                        name TEXT UNIQUE,
-                        type TEXT NOT NULL,
-                        target TEXT NOT NULL,
-                        options TEXT NOT NULL,
-                        soupName TEXT NOT NULL,
-                        status TEXT NOT NULL,
-                        progress INTEGER NOT NULL DEFAULT 0,
-                        totalSize INTEGER NOT NULL DEFAULT -1,
-                        maxTimeStamp INTEGER NOT NULL DEFAULT -1,
-                        startTime INTEGER,
-                        endTime INTEGER,
-                        error TEXT
-                    );
-                    CREATE INDEX sync_state_status ON sync_state(status);
-                    CREATE TABLE lease (
-                        id INTEGER PRIMARY KEY CHECK (id = 1),
-                        epoch INTEGER NOT NULL
-                    );
-                    INSERT INTO lease (id, epoch) VALUES (1, 0);
-                    CREATE TABLE lease_history (
-                        epoch INTEGER PRIMARY KEY,
-                        name TEXT NOT NULL,
-                        pid INTEGER NOT NULL,
-                        acquired INTEGER NOT NULL,
-                        released INTEGER,
-                        releaseKind TEXT
-                    );
-                    CREATE TABLE change_sequence (
-                        id INTEGER PRIMARY KEY CHECK (id = 1),
-                        seq INTEGER NOT NULL
-                    );
-                    INSERT INTO change_sequence (id, seq) VALUES (1, 0);
-                    """)
-        }
-        // The commit log: one row per committed write transaction (the newest 10,000), so an
-        // audit can prove every commit came from the lease holder of its time.
-        migrator.registerMigration("v2-commit-log") { db in
-            try db.execute(
-                sql: """
-                    CREATE TABLE commit_log (
-                        seq INTEGER PRIMARY KEY,
-                        epoch INTEGER NOT NULL,
-                        fencedEpoch INTEGER,
-                        pid INTEGER NOT NULL,
-                        at INTEGER NOT NULL
-                    );
-                    """)
-        }
-        // Indexed paths move from `json_extract` expression indexes into columns of their own
-        // (see ``SoupDescription``): each soup's table gets its columns, filled from its
-        // records, and their indexes; the expression indexes they replace are dropped.
-        migrator.registerMigration("v3-index-columns") { db in
-            for row in try Row.fetchAll(db, sql: "SELECT id, name, indexSpecs FROM soup_registry") {
-                let soup = try StoreReader.soup(from: row)
-                for column in soup.columns {
-                    try db.execute(sql: "DROP INDEX IF EXISTS \(soup.expressionIndexName(path: column.path))")
-                }
-                try StoreTransaction.addIndexes(soup, existing: [], db: db)
-            }
-        }
-        // A bounded lease history: store-wide settings (the history's limit, which every process
-        // folds by), the summary that the oldest intervals are folded into, and the problems the
-        // audit found in them when they were folded (the first ones, kept for `lease check`).
-        migrator.registerMigration("v4-lease-history-fold") { db in
-            try db.execute(
-                sql: """
-                    CREATE TABLE store_setting (
-                        name TEXT PRIMARY KEY,
-                        value INTEGER NOT NULL
-                    );
-                    CREATE TABLE lease_history_fold (
-                        id INTEGER PRIMARY KEY CHECK (id = 1),
-                        firstEpoch INTEGER NOT NULL,
-                        lastEpoch INTEGER NOT NULL,
-                        intervals INTEGER NOT NULL,
-                        firstAcquired INTEGER NOT NULL,
-                        lastReleased INTEGER,
-                        commits INTEGER NOT NULL,
-                        commitsOutsideLease INTEGER NOT NULL,
-                        violations INTEGER NOT NULL,
-                        strictViolations INTEGER NOT NULL
-                    );
-                    CREATE TABLE lease_history_fold_problem (
-                        id INTEGER PRIMARY KEY AUTOINCREMENT,
-                        epoch INTEGER NOT NULL,
-                        problem TEXT NOT NULL,
-                        strictOnly INTEGER NOT NULL
-                    );
-                    """)
-        }
-        // The lease epoch is the history's newest epoch: the single-row `lease` table that
-        // repeated it cost every turn of the lease a page read and a page written. Recording an
-        // epoch always wrote both in one transaction, so they agree; should they not, an
-        // interval closed at once carries the higher epoch over, so no epoch is ever reused. A
-        // Baton from before this migration refuses the store (`schemaTooNew`), and one already
-        // running fails its next lease write on the missing table instead of fencing by a stale
-        // copy.
-        migrator.registerMigration("v5-lease-epoch-in-history") { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO lease_history (epoch, name, pid, acquired, released, releaseKind)
-                        SELECT epoch, '(carried over)', 0, at, at, 'taken-over'
-                        FROM lease, (SELECT IFNULL(MAX(COALESCE(released, acquired)), 0) AS at FROM lease_history)
-                        WHERE epoch > (SELECT IFNULL(MAX(epoch), 0) FROM lease_history);
-                    DROP TABLE lease;
-                    """)
-        }
-        // A sync down's position (`SyncDownPosition` in BatonSync): the lower bound of its next
-        // fetch, and the server time and last id of the run in progress. Rows already there keep
-        // NULL, which says they were written before positions (BatonSync's next run of such a
-        // sync fetches every record once); no row is rewritten.
-        migrator.registerMigration("v6-sync-down-position") { db in
-            try db.execute(
-                sql: """
-                    ALTER TABLE sync_state ADD COLUMN modifiedSince INTEGER;
-                    ALTER TABLE sync_state ADD COLUMN runServerTime INTEGER;
-                    ALTER TABLE sync_state ADD COLUMN resumeAfterId TEXT;
-                    """)
-        }
+        migrator.registerMigration("v1", migrate: createTables)
+        migrator.registerMigration("v2-commit-log", migrate: addCommitLog)
+        migrator.registerMigration("v3-index-columns", migrate: moveIndexesToColumns)
+        migrator.registerMigration("v4-lease-history-fold", migrate: addLeaseHistoryFold)
+        migrator.registerMigration("v5-lease-epoch-in-history", migrate: moveLeaseEpochIntoHistory)
+        migrator.registerMigration("v6-sync-down-position", migrate: addSyncDownPosition)
         return migrator
+    }
+
+    /// The first schema: the soups' registry, sync states, the lease and its history, and the
+    /// change sequence readers watch.
+    static func createTables(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE soup_registry (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    name TEXT NOT NULL UNIQUE,
+                    indexSpecs TEXT NOT NULL,
+                    created INTEGER NOT NULL
+                );
+                CREATE TABLE sync_state (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    name TEXT UNIQUE,
+                    type TEXT NOT NULL,
+                    target TEXT NOT NULL,
+                    options TEXT NOT NULL,
+                    soupName TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    progress INTEGER NOT NULL DEFAULT 0,
+                    totalSize INTEGER NOT NULL DEFAULT -1,
+                    maxTimeStamp INTEGER NOT NULL DEFAULT -1,
+                    startTime INTEGER,
+                    endTime INTEGER,
+                    error TEXT
+                );
+                CREATE INDEX sync_state_status ON sync_state(status);
+                CREATE TABLE lease (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    epoch INTEGER NOT NULL
+                );
+                INSERT INTO lease (id, epoch) VALUES (1, 0);
+                CREATE TABLE lease_history (
+                    epoch INTEGER PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    pid INTEGER NOT NULL,
+                    acquired INTEGER NOT NULL,
+                    released INTEGER,
+                    releaseKind TEXT
+                );
+                CREATE TABLE change_sequence (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    seq INTEGER NOT NULL
+                );
+                INSERT INTO change_sequence (id, seq) VALUES (1, 0);
+                """)
+    }
+
+    /// The commit log: one row per committed write transaction (the newest 10,000), so an
+    /// audit can prove every commit came from the lease holder of its time.
+    static func addCommitLog(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE commit_log (
+                    seq INTEGER PRIMARY KEY,
+                    epoch INTEGER NOT NULL,
+                    fencedEpoch INTEGER,
+                    pid INTEGER NOT NULL,
+                    at INTEGER NOT NULL
+                );
+                """)
+    }
+
+    /// Indexed paths move from `json_extract` expression indexes into columns of their own
+    /// (see ``SoupDescription``): each soup's table gets its columns, filled from its
+    /// records, and their indexes; the expression indexes they replace are dropped.
+    static func moveIndexesToColumns(_ db: Database) throws {
+        for row in try Row.fetchAll(db, sql: "SELECT id, name, indexSpecs FROM soup_registry") {
+            let soup = try StoreReader.soup(from: row)
+            for column in soup.columns {
+                try db.execute(sql: "DROP INDEX IF EXISTS \(soup.expressionIndexName(path: column.path))")
+            }
+            try StoreTransaction.addIndexes(soup, existing: [], db: db)
+        }
+    }
+
+    /// A bounded lease history: store-wide settings (the history's limit, which every process
+    /// folds by), the summary that the oldest intervals are folded into, and the problems the
+    /// audit found in them when they were folded (the first ones, kept for `lease check`).
+    static func addLeaseHistoryFold(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE store_setting (
+                    name TEXT PRIMARY KEY,
+                    value INTEGER NOT NULL
+                );
+                CREATE TABLE lease_history_fold (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    firstEpoch INTEGER NOT NULL,
+                    lastEpoch INTEGER NOT NULL,
+                    intervals INTEGER NOT NULL,
+                    firstAcquired INTEGER NOT NULL,
+                    lastReleased INTEGER,
+                    commits INTEGER NOT NULL,
+                    commitsOutsideLease INTEGER NOT NULL,
+                    violations INTEGER NOT NULL,
+                    strictViolations INTEGER NOT NULL
+                );
+                CREATE TABLE lease_history_fold_problem (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    epoch INTEGER NOT NULL,
+                    problem TEXT NOT NULL,
+                    strictOnly INTEGER NOT NULL
+                );
+                """)
+    }
+
+    /// The lease epoch is the history's newest epoch: the single-row `lease` table that
+    /// repeated it cost every turn of the lease a page read and a page written. Recording an
+    /// epoch always wrote both in one transaction, so they agree; should they not, an
+    /// interval closed at once carries the higher epoch over, so no epoch is ever reused. A
+    /// Baton from before this migration refuses the store (`schemaTooNew`), and one already
+    /// running fails its next lease write on the missing table instead of fencing by a stale
+    /// copy.
+    static func moveLeaseEpochIntoHistory(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO lease_history (epoch, name, pid, acquired, released, releaseKind)
+                    SELECT epoch, '(carried over)', 0, at, at, 'taken-over'
+                    FROM lease, (SELECT IFNULL(MAX(COALESCE(released, acquired)), 0) AS at FROM lease_history)
+                    WHERE epoch > (SELECT IFNULL(MAX(epoch), 0) FROM lease_history);
+                DROP TABLE lease;
+                """)
+    }
+
+    /// A sync down's position (`SyncDownPosition` in BatonSync): the lower bound of its next
+    /// fetch, and the server time and last id of the run in progress. Rows already there keep
+    /// NULL, which says they were written before positions (BatonSync's next run of such a
+    /// sync fetches every record once); no row is rewritten.
+    static func addSyncDownPosition(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                ALTER TABLE sync_state ADD COLUMN modifiedSince INTEGER;
+                ALTER TABLE sync_state ADD COLUMN runServerTime INTEGER;
+                ALTER TABLE sync_state ADD COLUMN resumeAfterId TEXT;
+                """)
     }
 }
