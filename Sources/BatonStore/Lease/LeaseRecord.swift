@@ -82,8 +82,8 @@ extension StoreTransaction {
     /// store's): closes the interval before it as `closing` says (if still open), appends the
     /// history row, and folds the oldest intervals when the history passes its limit. Call only
     /// while holding the lease lock: a ``LeaseFence`` does, in its first write, and so does a
-    /// takeover (`SharedStore.takeOverLease`). Internal: outside BatonStore a holding is recorded
-    /// only through those two (and `beginLeaseEpoch(name:pid:)`, for tests).
+    /// takeover (`SharedStore.takeOverLease`). Internal: a holding is recorded only through those
+    /// two.
     func recordLeaseEpoch(
         _ epoch: Int64, name: String, pid: Int32, acquired: Int64, closing: LeaseClosing
     ) throws {
@@ -94,24 +94,5 @@ extension StoreTransaction {
         try cached("INSERT INTO lease_history (epoch, name, pid, acquired) VALUES (?, ?, ?, ?)")
             .execute(arguments: [epoch, name, pid, acquired])
         try foldLeaseHistory(recorded: epoch)
-    }
-
-    /// Records the next epoch for `name` right now, closing the one before as taken over (tests
-    /// and tools that hold the lease lock themselves).
-    ///
-    /// - Returns: the new epoch.
-    package func beginLeaseEpoch(name: String, pid: Int32) throws -> Int64 {
-        let previous = try leaseEpoch()
-        try recordLeaseEpoch(
-            previous + 1, name: name, pid: pid, acquired: now,
-            closing: LeaseClosing(epoch: previous, at: now, kind: .takenOver))
-        return previous + 1
-    }
-
-    /// Closes the history row of `epoch` as released now.
-    package func endLeaseEpoch(_ epoch: Int64) throws {
-        try cached(
-            "UPDATE lease_history SET released = ?, releaseKind = 'released' WHERE epoch = ? AND released IS NULL"
-        ).execute(arguments: [now, epoch])
     }
 }
