@@ -103,6 +103,11 @@ struct SOSLSearch: Sendable {
 
     /// Runs the search: `{"searchRecords": [...]}`, each record projected as its RETURNING
     /// asks, at most ``limit`` (2,000) in all.
+    ///
+    /// Each type's ordered ids are read in one read, then its records ``chunkSize`` at a time,
+    /// each chunk a read of its own: a search that reads many records lets other requests in
+    /// between chunks instead of holding the store for all of them. A record deleted meanwhile
+    /// is skipped; one changed meanwhile is matched as it is when its chunk is read.
     func run(storage: RecordStorage, apiPath: String) throws -> (body: JSONValue, served: [String: Int]) {
         let schema = storage.schema
         let projector = Projector(
@@ -111,51 +116,72 @@ struct SOSLSearch: Sendable {
         if specs.isEmpty {
             specs = schema.objectNames.map { Returning(query: SOQLQuery(fields: [.field("Id")], object: $0)) }
         }
+        // Every type resolved before any is read: a bad one costs no reading.
+        let plans = try specs.map { try Plan($0.query, schema: schema) }
+        let translator = QueryTranslator(schema: schema, wholeSeconds: storage.clock == .salesforce)
         var remaining = min(limit ?? Self.maxLimit, Self.maxLimit)
         var found: [JSONValue] = []
         var served: [String: Int] = [:]
-        try storage.read { db in
-            let related = RelatedRecords(db: db, projector: projector)
-            for spec in specs where remaining > 0 {
-                // The type's LIMIT and OFFSET count the records the term matches, so they are
-                // applied here, after matching; WHERE and ORDER BY run in SQLite.
-                var query = spec.query
-                let typeLimit = query.limit ?? .max
-                var skip = query.offset ?? 0
-                query.limit = nil
-                query.offset = nil
-                let resolved = try schema.resolve(query)
-                guard !resolved.isCount, !resolved.isAggregate else {
-                    throw Self.malformed("RETURNING selects fields, not COUNT() or aggregates")
+        for var plan in plans where remaining > 0 {
+            let (sql, arguments) = try translator.idQuery(for: plan.resolved)
+            // The ordered row ids first: a join with the records would not keep their order.
+            let ids = try storage.read { db in try Int64.fetchAll(db, sql: sql, arguments: arguments) }
+            var start = 0
+            while remaining > 0, plan.taken < plan.limit, start < ids.count {
+                let chunk = Array(ids[start..<min(ids.count, start + Self.chunkSize)])
+                start += chunk.count
+                let records = try storage.read { db in
+                    try matching(chunk, &plan, remaining: remaining, db: db, projector: projector)
                 }
-                let (sql, arguments) = try QueryTranslator(
-                    schema: schema, wholeSeconds: storage.clock == .salesforce
-                ).idQuery(for: resolved)
-                // The ordered row ids first: a join with the records would not keep their order.
-                let ids = try Int64.fetchAll(db, sql: sql, arguments: arguments)
-                var taken = 0
-                var start = 0
-                while remaining > 0, taken < typeLimit, start < ids.count {
-                    let chunk = Array(ids[start..<min(ids.count, start + Self.chunkSize)])
-                    start += chunk.count
-                    let rows = try QueryEngine.rows(db, type: resolved.object.name, rowIds: chunk)
-                    for id in chunk {
-                        guard remaining > 0, taken < typeLimit else { break }
-                        guard let row = rows[id] else { continue }
-                        let record = try RecordStorage.fullRecord(row)
-                        guard matches(record, of: resolved.object) else { continue }
-                        guard skip == 0 else {
-                            skip -= 1
-                            continue
-                        }
-                        found.append(.object(try projector.project(record, resolved, related: related)))
-                        served[resolved.object.name, default: 0] += 1
-                        taken += 1
-                        remaining -= 1
-                    }
-                }
+                remaining -= records.count
+                served[plan.resolved.object.name, default: 0] += records.count
+                found += records
             }
         }
         return (["searchRecords": .array(found)], served)
+    }
+
+    /// One RETURNING type as the search reads it. Its LIMIT and OFFSET count the records the
+    /// term matches, so they are applied after matching; WHERE and ORDER BY run in SQLite.
+    struct Plan {
+        var resolved: ResolvedQuery
+        var limit: Int
+        var skip: Int
+        var taken = 0
+
+        init(_ query: SOQLQuery, schema: ServerSchema) throws {
+            var query = query
+            limit = query.limit ?? .max
+            skip = query.offset ?? 0
+            query.limit = nil
+            query.offset = nil
+            resolved = try schema.resolve(query)
+            guard !resolved.isCount, !resolved.isAggregate else {
+                throw SOSLSearch.malformed("RETURNING selects fields, not COUNT() or aggregates")
+            }
+        }
+    }
+
+    /// The records of `chunk` (row ids) that the term matches, projected, past the plan's
+    /// offset and within its limit and `remaining`.
+    func matching(
+        _ chunk: [Int64], _ plan: inout Plan, remaining: Int, db: Database, projector: Projector
+    ) throws -> [JSONValue] {
+        let related = RelatedRecords(db: db, projector: projector)
+        let rows = try QueryEngine.rows(db, type: plan.resolved.object.name, rowIds: chunk)
+        var found: [JSONValue] = []
+        for id in chunk {
+            guard found.count < remaining, plan.taken < plan.limit else { break }
+            guard let row = rows[id] else { continue }
+            let record = try RecordStorage.fullRecord(row)
+            guard matches(record, of: plan.resolved.object) else { continue }
+            guard plan.skip == 0 else {
+                plan.skip -= 1
+                continue
+            }
+            found.append(.object(try projector.project(record, plan.resolved, related: related)))
+            plan.taken += 1
+        }
+        return found
     }
 }
