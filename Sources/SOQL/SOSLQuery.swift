@@ -55,8 +55,10 @@ public struct SOSLQuery: Sendable {
                     throw scanner.error("expected an object name after RETURNING")
                 }
                 guard named.insert(object.lowercased()).inserted else {
-                    throw scanner.error(
-                        "\(object.prefix(80)) is named twice in RETURNING; each object must be distinct")
+                    throw SOQLError(
+                        position: scanner.index - object.count, token: String(object.prefix(80)),
+                        message:
+                            "\(object.prefix(80)) is named twice in RETURNING; each object must be distinct")
                 }
                 var spec = "Id"
                 if scanner.peek("(") { spec = try scanner.parenthesised() }
