@@ -184,6 +184,7 @@ struct SyncsConfigRefusalTests {
                         target:
                             #"{"type": "soql", "query": "SELECT Id FROM Account", "idFieldName": "\#(idField)"}"#
                     )
+                    // Whether it throws is the answer; what it says is checked in `refused`.
                     let accepted =
                         (try? SyncsConfig(parsing: Array(text.utf8), file: "f", factory: factory)) != nil
                     let target = try SoqlSyncDownTarget(
