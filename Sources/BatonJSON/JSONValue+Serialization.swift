@@ -133,9 +133,17 @@ struct JSONParser {
         case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
         case UInt8(ascii: "n"): try expectLiteral("null"); return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
+        case 0xEF where bytes[index...].starts(with: Self.byteOrderMark):
+            throw fail(
+                index == 0
+                    ? "the text starts with a UTF-8 byte-order mark (EF BB BF); save it without one"
+                    : "a UTF-8 byte-order mark (EF BB BF) where a value should be")
         default: throw fail("unexpected character")
         }
     }
+
+    /// U+FEFF in UTF-8, which editors on Windows put at the start of a file.
+    static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
 
     mutating func expectLiteral(_ literal: StaticString) throws {
         let count = literal.utf8CodeUnitCount

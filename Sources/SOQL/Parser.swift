@@ -3,6 +3,11 @@ extension SOQLQuery {
     public static let maxNesting = 32
     /// The longest query text accepted, in characters.
     public static let maxLength = 100_000
+    /// The most ANDs and ORs a query may join its conditions with. A chain of them is a tree as
+    /// deep as it is long, which every later step (printing, planning, SQLite's own parser,
+    /// whose expressions nest at most 1,000 deep) walks recursively; Salesforce, too, refuses
+    /// a query that is too complicated.
+    public static let maxLogicalOperators = 500
 
     /// Parses a query.
     ///
@@ -22,6 +27,8 @@ extension SOQLQuery {
 struct Parser {
     let tokens: [Token]
     var index = 0
+    /// The ANDs and ORs read so far (``SOQLQuery/maxLogicalOperators``).
+    var logicalOperators = 0
 
     init(tokens: [Token]) {
         self.tokens = tokens
@@ -154,6 +161,7 @@ struct Parser {
     mutating func parseOr(depth: Int) throws -> Condition {
         var left = try parseAnd(depth: depth)
         while isKeyword("OR") {
+            try countLogicalOperator()
             _ = advance()
             left = .or(left, try parseAnd(depth: depth))
         }
@@ -163,10 +171,20 @@ struct Parser {
     mutating func parseAnd(depth: Int) throws -> Condition {
         var left = try parseUnary(depth: depth)
         while isKeyword("AND") {
+            try countLogicalOperator()
             _ = advance()
             left = .and(left, try parseUnary(depth: depth))
         }
         return left
+    }
+
+    mutating func countLogicalOperator() throws {
+        logicalOperators += 1
+        guard logicalOperators <= SOQLQuery.maxLogicalOperators else {
+            throw error(
+                "more than \(SOQLQuery.maxLogicalOperators) ANDs and ORs; the query is too complicated (use IN for a list of values)"
+            )
+        }
     }
 
     mutating func parseUnary(depth: Int) throws -> Condition {

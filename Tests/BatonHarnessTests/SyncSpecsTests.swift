@@ -78,4 +78,48 @@ struct SyncSpecsTests {
             try SyncSpecs(downs: [], ups: ["x:s:tree:Account:Name"]).syncs(client: client)
         }
     }
+    @Test(
+        "an option's sync the engine could not create is refused, naming the option and the part",
+        arguments: [
+            (
+                ["bad name:accounts:SELECT Id FROM Account"], [String](), "--sync-down 'bad name:",
+                "NAME: invalid sync name"
+            ),
+            (
+                ["\(String(repeating: "n", count: 300)):accounts:SELECT Id FROM Account"], [], "--sync-down",
+                "NAME: invalid sync name"
+            ),
+            (
+                ["a:bad soup;:SELECT Id FROM Account"], [], "--sync-down 'a:bad soup;",
+                "SOUP: invalid soup name"
+            ),
+            (["a:s:SELECT Id FORM Account"], [], "--sync-down: ", "not valid SOQL"),
+            (["a:s:sosl:not a search"], [], "--sync-down: ", "not a valid SOSL search"),
+            (
+                ["a:s:sosl:FIND {x} RETURNING Account, Account"], [], "--sync-down: ",
+                "each object must be distinct"
+            ),
+            (
+                ["a:s:tree:Account:Name:Contact:Contacts:contacts:Account-Id:LastName"], [],
+                "--sync-down 'a:s:tree",
+                "PARENT_ID_FIELD: "
+            ),
+            (
+                ["a:s:SELECT Id FROM Account"], ["bad up!:s"], "--sync-up 'bad up!:s'",
+                "NAME: invalid sync name"
+            ),
+            (
+                ["a:s:SELECT Id FROM Account", "a:t:SELECT Id FROM Contact"], [], "--sync-down 'a:t:",
+                "NAME: the sync 'a' is given twice"
+            ),
+            (["a:s:SELECT Id FROM Account"], ["a:s"], "--sync-up 'a:s'", "given twice"),
+        ])
+    func refusedAsTheEngineWould(downs: [String], ups: [String], prefix: String, says: String) {
+        #expect {
+            try SyncSpecs(downs: downs, ups: ups).syncs(client: client)
+        } throws: { error in
+            guard let message = (error as? CLIError)?.message else { return false }
+            return message.hasPrefix(prefix) && message.contains(says)
+        }
+    }
 }

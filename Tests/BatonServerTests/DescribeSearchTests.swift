@@ -215,4 +215,29 @@ struct DescribeSearchTests {
                     == ["Account 1", "Account 10", "Account 11"])
         }
     }
+    @Test("issue 53: a type repeated 1,000 times in RETURNING is refused at once; long SOQL chains answer")
+    func boundedQueries() async throws {
+        try await withLiveServer { _, client in
+            _ = try await client.adminSeed(type: "Account", count: 5)
+            let repeated =
+                "FIND {Account} RETURNING "
+                + Array(repeating: "Account", count: 1_000).joined(separator: ", ")
+            let encoded = repeated.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+            #expect(
+                await errorCode { _ = try await get(client, "search?q=" + encoded) } == "MALFORMED_SEARCH")
+            // 500 ORs: a flat chain for SQLite, not 500 nested parentheses.
+            let ors =
+                "SELECT Name FROM Account WHERE "
+                + (0..<501).map { "Name = 'Account \($0)'" }.joined(separator: " OR ")
+            #expect(try await client.queryFirstPage(ors).records.count == 5)
+            #expect(
+                await errorCode { _ = try await client.queryFirstPage(ors + " OR Name = 'x'") }
+                    == "MALFORMED_QUERY")
+            // A field ordered by 3,000 times is one ORDER BY term (SQLite takes at most 2,000).
+            let order =
+                "SELECT Name FROM Account ORDER BY "
+                + Array(repeating: "Name DESC", count: 3_000).joined(separator: ", ")
+            #expect(try await client.queryFirstPage(order).records.first?["Name"] == "Account 5")
+        }
+    }
 }

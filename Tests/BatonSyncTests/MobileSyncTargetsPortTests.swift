@@ -177,7 +177,7 @@ struct MobileSyncTargetsPortTests {
             let name = try #require(fields["Name"]?.stringValue)
             let sosl = "find {\(name)} in NAME FIELDS returning  Account(Id, Name, Description)"
             let sync = try await f.trySyncDown(
-                .leaveIfChanged, SoslSyncDownTarget(client: f.client, query: sosl), totalSize: 1,
+                .leaveIfChanged, try SoslSyncDownTarget(client: f.client, query: sosl), totalSize: 1,
                 numberFetches: 1)
             try checkDb(f, [id: fields])
             try await f.client.delete(type: "Account", id: id)
@@ -232,7 +232,7 @@ struct MobileSyncTargetsPortTests {
         let client = RESTClient(baseURL: "http://127.0.0.1:1", token: "t")
         let factory = RESTTargetFactory(client: client)
         let targets: [any SyncDownTarget] = [
-            SoslSyncDownTarget(client: client, query: "FIND {x} RETURNING Account(Id)"),
+            try SoslSyncDownTarget(client: client, query: "FIND {x} RETURNING Account(Id)"),
             try MruSyncDownTarget(client: client, objectType: "Account", fieldlist: ["Id", "Name"]),
             try RefreshSyncDownTarget(
                 client: client, store: nil, soupName: "accounts", objectType: "Account", fieldlist: ["Id"],

@@ -28,6 +28,68 @@ struct SyncsConfigProcessTests {
         #expect(!FileManager.default.fileExists(atPath: dir + "/store.sqlite"))
     }
 
+    /// Issue 53's configs and spec that passed the check at start and then held the lease,
+    /// retried forever: each argument is a file's sync (or a `--sync-down`), and what the error
+    /// names.
+    static let refused: [(sync: String, option: String?, names: String)] = [
+        (
+            #"{"syncName": "bad name!", "syncType": "syncDown", "soupName": "accounts", "target": {"type": "soql", "query": "SELECT Id FROM Account"}}"#,
+            nil, "usersyncs.json:2: syncs[0].syncName: invalid sync name"
+        ),
+        (
+            #"{"syncName": "\#(String(repeating: "n", count: 300))", "syncType": "syncDown", "soupName": "accounts", "target": {"type": "soql", "query": "SELECT Id FROM Account"}}"#,
+            nil, "usersyncs.json:2: syncs[0].syncName: invalid sync name"
+        ),
+        (
+            #"{"syncName": "a", "syncType": "syncDown", "soupName": "bad soup;", "target": {"type": "soql", "query": "SELECT Id FROM Account"}}"#,
+            nil, "usersyncs.json:2: syncs[0].soupName: invalid soup name"
+        ),
+        (
+            #"{"syncName": "a", "syncType": "syncDown", "soupName": "s", "target": {"type": "soql", "query": "SELECT Id FROM Account", "batchSize": "200"}}"#,
+            nil, "usersyncs.json:2: syncs[0].target.batchSize: \"200\" is not a whole number"
+        ),
+        (
+            #"{"syncName": "a", "syncType": "syncDown", "soupName": "s", "target": {"type": "soql", "qurey": "SELECT Id FROM Account"}}"#,
+            nil, "usersyncs.json:2: syncs[0].target.qurey: unknown key"
+        ),
+        (
+            #"{"syncName": "a", "syncType": "syncDown", "soupName": "s", "target": {"type": "soql", "query": "SELECT Id FROM Account", "idFieldName": 7}}"#,
+            nil, "usersyncs.json:2: syncs[0].target.idFieldName: 7 is not a string"
+        ),
+        (
+            #"{"syncName": "a", "syncType": "syncDown", "soupName": "s", "soupName": "t", "target": {"type": "soql", "query": "SELECT Id FROM Account"}}"#,
+            nil, "usersyncs.json:2: syncs[0].soupName: the key is given twice"
+        ),
+        (
+            #"{"syncName": "a", "syncType": "syncDown", "soupName": "s", "target": {"type": "sosl", "query": "not a search"}}"#,
+            nil, "usersyncs.json:2: syncs[0].target: the sync down query is not a valid SOSL search"
+        ),
+        (
+            "", "bad name:accounts:SELECT Id FROM Account",
+            "--sync-down 'bad name:accounts:SELECT Id FROM Account': NAME: invalid sync name"
+        ),
+    ]
+
+    @Test(
+        "a config or spec the writer could not run is a usage error naming the field; no participant starts",
+        arguments: 0..<refused.count)
+    func refusedAtStart(_ index: Int) async throws {
+        let (sync, option, names) = Self.refused[index]
+        let temp = try TemporaryDirectory()
+        let file = temp.path + "/usersyncs.json"
+        try "{\"syncs\": [\n  \(sync)\n]}\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let dir = temp.path + "/shared"
+        let result = try await BatonProcess.run(
+            [
+                "participant", "--dir", dir, "--name", "host", "--role", "host", "--server",
+                "http://127.0.0.1:9", "--token", "t",
+            ] + (option.map { ["--sync-down", $0] } ?? ["--syncs-config", file]))
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains(names), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/participants/host.json"))
+        #expect(!FileManager.default.fileExists(atPath: dir + "/store.sqlite"))
+    }
+
     @Test("the writer creates and runs the file's syncs after its options' ones")
     func runsConfiguredSyncs() async throws {
         let f = try await CoordinatorFixture(records: 10)

@@ -33,6 +33,9 @@ public struct SyncSpecs: Sendable {
                 throw CLIError(message: "--sync-down takes NAME:SOUP:TARGET, got '\(spec.prefix(80))'")
             }
             let target = try Self.downTarget(parts[2], soup: parts[1], client: client, batchSize: batchSize)
+            try Self.requireCreatable(
+                name: parts[0], soup: parts[1], idField: target.idFieldName, children: target.childrenSoup,
+                option: "--sync-down", spec: spec, taken: syncs)
             if let soql = target as? SoqlSyncDownTarget { soupTypes[parts[1]] = soql.fetchQuery.object }
             syncs.append(
                 .down(
@@ -57,41 +60,82 @@ public struct SyncSpecs: Sendable {
                     throw CLIError(message: "--sync-up: \(error.message)")
                 }
             } else {
-                target = try RESTSyncUpTarget(client: client, objectType: type)
+                do {
+                    target = try RESTSyncUpTarget(client: client, objectType: type)
+                } catch let error as SyncError {
+                    throw CLIError(message: "--sync-up: \(error.message)")
+                }
             }
+            try Self.requireCreatable(
+                name: parts[0], soup: parts[1], idField: target.idFieldName, children: nil,
+                option: "--sync-up", spec: spec, taken: syncs)
             syncs.append(
                 .up(
                     name: parts[0], soup: parts[1], target: target,
                     options: SyncOptions(mergeMode: upMergeMode)))
         }
-        if let configFile {
-            let config: SyncsConfig
-            do {
-                config = try SyncsConfig(
-                    contentsOfFile: configFile, factory: RESTTargetFactory(client: client))
-            } catch let error as SyncError {
-                throw CLIError(message: "--syncs-config: \(error.message)")
+        if let configFile { syncs += try configSyncs(configFile, client: client, taken: syncs) }
+        return syncs
+    }
+
+    /// The syncs of the ``configFile``, none named as one of `taken`.
+    func configSyncs(_ configFile: String, client: RESTClient, taken: [ConfiguredSync]) throws
+        -> [ConfiguredSync]
+    {
+        let config: SyncsConfig
+        do {
+            config = try SyncsConfig(contentsOfFile: configFile, factory: RESTTargetFactory(client: client))
+        } catch let error as SyncError {
+            throw CLIError(message: "--syncs-config: \(error.message)")
+        }
+        let takenNames = Set(taken.map(\.name))
+        var syncs: [ConfiguredSync] = []
+        for entry in config.entries {
+            guard !takenNames.contains(entry.name) else {
+                throw CLIError(
+                    message:
+                        "--syncs-config: \(configFile):\(entry.line): the sync '\(entry.name)' is also given by an option"
+                )
             }
-            for entry in config.entries {
-                guard !syncs.contains(where: { $0.name == entry.name }) else {
-                    throw CLIError(
-                        message:
-                            "--syncs-config: \(configFile):\(entry.line): the sync '\(entry.name)' is also given by an option"
-                    )
-                }
-                switch entry.target {
-                case .down(let target):
-                    syncs.append(
-                        .down(
-                            name: entry.name, soup: entry.soupName, target: target, options: entry.options,
-                            cleanGhosts: cleanGhosts.contains(entry.name)))
-                case .up(let target):
-                    syncs.append(
-                        .up(name: entry.name, soup: entry.soupName, target: target, options: entry.options))
-                }
+            switch entry.target {
+            case .down(let target):
+                syncs.append(
+                    .down(
+                        name: entry.name, soup: entry.soupName, target: target, options: entry.options,
+                        cleanGhosts: cleanGhosts.contains(entry.name)))
+            case .up(let target):
+                syncs.append(
+                    .up(name: entry.name, soup: entry.soupName, target: target, options: entry.options))
             }
         }
         return syncs
+    }
+
+    /// Refuses an option's sync that the engine could not create (``SyncCreationRules``, the
+    /// rules it applies when it creates a sync), or whose name an earlier option took, naming
+    /// the option, its spec and the part.
+    static func requireCreatable(
+        name: String, soup: String, idField: String, children: ChildrenSoup?, option: String,
+        spec: String, taken: [ConfiguredSync]
+    ) throws {
+        let quoted = "\(option) '\(spec.prefix(80))'"
+        if let violation = SyncCreationRules.violation(
+            name: name, soupName: soup, idFieldName: idField, children: children)
+        {
+            let part =
+                switch violation.field {
+                case .syncName: "NAME"
+                case .soupName: "SOUP"
+                case .idFieldName: "the target's id field"
+                case .childrenSoupName: "CHILD_SOUP"
+                case .childrenIdFieldName: "the children's id field"
+                case .childrenParentIdFieldName: "PARENT_ID_FIELD"
+                }
+            throw CLIError(message: "\(quoted): \(part): \(violation.message)")
+        }
+        guard !taken.contains(where: { $0.name == name }) else {
+            throw CLIError(message: "\(quoted): NAME: the sync '\(name)' is given twice")
+        }
     }
 }
 
@@ -129,7 +173,11 @@ extension SyncSpecs {
             json = ["type": "layout", "sobjectType": .string(parts.count > 1 ? parts[1] : "")]
             if parts.count > 2 { json["layoutType"] = .string(parts[2]) }
         default:
-            return try SoqlSyncDownTarget(client: client, query: text, batchSize: batchSize)
+            do {
+                return try SoqlSyncDownTarget(client: client, query: text, batchSize: batchSize)
+            } catch let error as SyncError {
+                throw CLIError(message: "--sync-down: \(error.message)")
+            }
         }
         do {
             return try RESTTargetFactory(client: client).syncDownTarget(from: json)

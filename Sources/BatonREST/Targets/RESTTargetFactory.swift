@@ -37,7 +37,7 @@ public struct RESTTargetFactory: SyncTargetFactory {
                 idFieldName: idField, modificationDateFieldName: dateField,
                 overlap: try TargetSupport.overlap(json))
         case "sosl":
-            return SoslSyncDownTarget(
+            return try SoslSyncDownTarget(
                 client: client, query: try string("query"), idFieldName: idField,
                 modificationDateFieldName: dateField)
         case "mru":

@@ -5,10 +5,11 @@ import SOQL
 
 /// Mobile Sync's SOSL target (`SFSoslSyncDownTarget`): the records a search finds, fetched whole
 /// on every run (a search has no time-stamp filter) in one page of at most 2,000; clean resync
-/// ghosts runs the search again.
+/// ghosts runs the search again. The search is parsed (``SOSLQuery``) when the target is made,
+/// so one that cannot run is refused then.
 ///
 /// ```swift
-/// let target = SoslSyncDownTarget(client: client, query: "FIND {Acme} IN NAME FIELDS RETURNING Account(Id, Name)")
+/// let target = try SoslSyncDownTarget(client: client, query: "FIND {Acme} IN NAME FIELDS RETURNING Account(Id, Name)")
 /// ```
 public struct SoslSyncDownTarget: SyncDownTarget {
     public let client: RESTClient
@@ -16,10 +17,16 @@ public struct SoslSyncDownTarget: SyncDownTarget {
     public let idFieldName: String
     public let modificationDateFieldName: String
 
+    /// - Throws: `SyncError.invalidTarget` when the query is not a SOSL search.
     public init(
         client: RESTClient, query: String, idFieldName: String = "Id",
         modificationDateFieldName: String = "LastModifiedDate"
-    ) {
+    ) throws {
+        do {
+            _ = try SOSLQuery(parsing: query)
+        } catch let error as SOQLError {
+            throw SyncError(.invalidTarget, "the sync down query is not a valid SOSL search: \(error)")
+        }
         self.client = client
         self.query = query
         self.idFieldName = idFieldName

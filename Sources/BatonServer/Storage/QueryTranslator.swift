@@ -20,10 +20,16 @@ struct QueryTranslator {
         let query = resolved.query
         let object = resolved.object
         var (sql, arguments) = try selection("r0.rowid", for: resolved, childOf: link)
-        var keys = try query.orderBy.map { item -> String in
-            var key = try column(item.field, on: object).sql + (item.ascending ? " ASC" : " DESC")
+        // A field ordered by again changes no order: it is left out, so ORDER BY has at most a
+        // term per field (SQLite takes at most 2,000).
+        var ordered = Set<String>()
+        var keys: [String] = []
+        for item in query.orderBy {
+            let column = try column(item.field, on: object).sql
+            guard ordered.insert(column).inserted else { continue }
+            var key = column + (item.ascending ? " ASC" : " DESC")
             if let nullsFirst = item.nullsFirst { key += nullsFirst ? " NULLS FIRST" : " NULLS LAST" }
-            return key
+            keys.append(key)
         }
         keys.append("r0.id ASC")
         sql += " ORDER BY " + keys.joined(separator: ", ")
@@ -101,18 +107,35 @@ struct QueryTranslator {
         ["lastmodifieddate", "systemmodstamp", "createddate"].contains(field.lowercased())
     }
 
+    /// The operands of the chain of ANDs (or ORs) that `condition` heads, left to right: the
+    /// parser groups a chain to the left, so its operands hang off the left spine.
+    static func chain(_ condition: Condition) -> [Condition] {
+        var rights: [Condition] = []
+        var node = condition
+        while true {
+            switch (condition, node) {
+            case (.and, .and(let left, let right)), (.or, .or(let left, let right)):
+                rights.append(right)
+                node = left
+            default:
+                return [node] + rights.reversed()
+            }
+        }
+    }
+
     func translate(
         _ condition: Condition, on object: ObjectDescription, _ arguments: inout StatementArguments
     )
         throws -> String
     {
         switch condition {
-        case .and(let left, let right):
-            return
-                "(\(try translate(left, on: object, &arguments))) AND (\(try translate(right, on: object, &arguments)))"
-        case .or(let left, let right):
-            return
-                "(\(try translate(left, on: object, &arguments))) OR (\(try translate(right, on: object, &arguments)))"
+        case .and, .or:
+            // A chain of one connective as one flat list: `(a) OR (b) OR (c)`, not
+            // `((a) OR (b)) OR (c)`, whose parentheses nest as deep as the chain is long
+            // (SQLite's parser overflows its stack at about 100).
+            let connective = if case .and = condition { " AND " } else { " OR " }
+            return try Self.chain(condition).map { "(\(try translate($0, on: object, &arguments)))" }
+                .joined(separator: connective)
         case .not(let inner):
             return "NOT (\(try translate(inner, on: object, &arguments)))"
         case .comparison(let field, let op, let literal):

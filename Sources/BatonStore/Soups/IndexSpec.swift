@@ -43,7 +43,9 @@ public struct IndexSpec: Sendable, Hashable, Codable {
     }
 
     /// Paths are embedded in SQL expression indexes, so only plain identifiers are allowed.
-    static func validate(path: String) throws {
+    ///
+    /// - Throws: `invalidIndexPath` unless `path` is dotted identifiers of at most 128 bytes.
+    public static func validate(path: String) throws {
         let components = path.split(separator: ".", omittingEmptySubsequences: false)
         let valid =
             !path.isEmpty && path.utf8.count <= 128

@@ -131,8 +131,8 @@ extension SyncManager {
         type: SyncType, targetJSON: JSONObject, idField: String, options: SyncOptions, soupName: String,
         name: String?, children: ChildrenSoup? = nil
     ) async throws -> SyncState {
-        if let name { try Names.validate(name, what: "sync name") }
-        try Names.validate(soupName, what: "soup name")
+        try SyncCreationRules.require(
+            name: name, soupName: soupName, idFieldName: idField, children: children)
         let fresh = SyncState(
             name: name, type: type, target: targetJSON, options: options, soupName: soupName)
         let row = fresh.row
