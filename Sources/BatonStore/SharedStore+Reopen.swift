@@ -42,9 +42,10 @@ extension SharedStore {
             throw StoreError(
                 .storeFileChanged, "\(problem); no store is at \(path): put it back (or a copy of it)")
         }
-        let setupLock = try FileLock(path: directory.setupLockPath)
+        let setupLock = try FileLock(path: directory.setupLockPath, in: directory)
         try setupLock.lock()
         defer { setupLock.unlock() }
+        try Self.refuseLinkedStoreFiles(path)
         if current.withLock({ !$0.closed }) {
             if identity.problem(of: .writeAheadLog)?.change != .replaced { try copyBackOpenedLog(problem) }
             // The old connections go first: SQLite keeps one index per store file and process, and

@@ -98,11 +98,23 @@ public final class SharedStore: Sendable {
         try open(directory: directory, create: create, busyTimeout: busyTimeout, faults: nil, logger: logger)
     }
 
+    /// Opens the store in `directory` to read it only: nothing is created, migrated or committed
+    /// (not even the empty transaction GRDB makes to give a new log a frame), and a write
+    /// through the handle fails. What `baton status`, `syncs`, `store info`, `store query`,
+    /// `lease check`, `lease history`, `watch` and `wait` use.
+    ///
+    /// - Throws: as ``open(directory:create:busyTimeout:logger:)`` for a missing store, and
+    ///   ``StoreError`` `schemaTooOld` when an older Baton wrote it (a participant or `baton
+    ///   store init` upgrades it).
+    public static func openForReading(directory: SharedDirectory, logger: Logger) throws -> SharedStore {
+        try open(directory: directory, create: false, readOnly: true, faults: nil, logger: logger)
+    }
+
     /// ``open(directory:create:busyTimeout:logger:)`` with test hooks (tests, chaos runs and
-    /// `baton participant --storage-fault-file` only).
+    /// `baton participant --storage-fault-file` only), or read-only.
     package static func open(
-        directory: SharedDirectory, create: Bool = true, busyTimeout: Duration = .seconds(10),
-        faults: StorageFaults?, logger: Logger
+        directory: SharedDirectory, create: Bool = true, readOnly: Bool = false,
+        busyTimeout: Duration = .seconds(10), faults: StorageFaults?, logger: Logger
     ) throws -> SharedStore {
         let path = directory.storePath
         /// Refuses a missing store beside an orphaned WAL, and (`create` false) a missing store.
@@ -123,17 +135,20 @@ public final class SharedStore: Sendable {
             }
         }
         // Before setup.lock too: a reader of a directory with no store creates nothing there.
+        try refuseLinkedStoreFiles(path)
         try refuseMissingStore()
-        let setupLock = try FileLock(path: directory.setupLockPath)
+        let setupLock = try FileLock(path: directory.setupLockPath, in: directory)
         try setupLock.lock()
         defer { setupLock.unlock() }
+        try refuseLinkedStoreFiles(path)
         try refuseMissingStore()
         let previousMask = umask(0o077)
         defer { umask(previousMask) }
         do {
             let checkpoints = WALCheckpoints(shmPath: path + "-shm")
             let writeGuard = WriteGuard(busyTimeout: busyTimeout, path: path)
-            let pool = try openPool(directory: directory, writeGuard: writeGuard, checkpoints: checkpoints)
+            let pool = try openPool(
+                directory: directory, writeGuard: writeGuard, checkpoints: checkpoints, readOnly: readOnly)
             return SharedStore(
                 directory: directory, pool: pool, checkpoints: checkpoints, writeGuard: writeGuard,
                 faults: faults, logger: logger)
@@ -142,15 +157,50 @@ public final class SharedStore: Sendable {
         }
     }
 
+    /// Refuses store files that are symbolic links (or not regular files): SQLite follows a link
+    /// at the store file itself, so one there would have Baton open, create or write another file.
+    /// (SQLite opens the log, its index and a journal with `O_NOFOLLOW` itself; they are checked
+    /// here too, to name them.) GRDB takes no open flags, so `SQLITE_OPEN_NOFOLLOW` cannot be
+    /// passed: every connection checks instead, once open, that it opened `D/store.sqlite` itself
+    /// (``openPool(directory:writeGuard:checkpoints:)``).
+    static func refuseLinkedStoreFiles(_ path: String) throws {
+        for file in [path, path + "-wal", path + "-shm", path + "-journal"] {
+            var info = stat()
+            guard lstat(file, &info) == 0 else { continue }
+            let type = info.st_mode & S_IFMT
+            guard type == S_IFREG else {
+                throw StoreError(
+                    .unsafeDirectory,
+                    type == S_IFLNK
+                        ? SharedDirectory.describeOpenFailure(file, errno: ELOOP)
+                        : "\(file) is not a regular file; remove it")
+            }
+        }
+    }
+
     /// Connections to the store file at the path (migrated when older), with the store's files
     /// recorded as opened. Call under `setup.lock`.
     static func openPool(
-        directory: SharedDirectory, writeGuard: WriteGuard, checkpoints: WALCheckpoints
+        directory: SharedDirectory, writeGuard: WriteGuard, checkpoints: WALCheckpoints,
+        readOnly: Bool = false
     ) throws -> DatabasePool {
+        let expected = directory.resolvedStorePath
         var configuration = Configuration()
+        // Read-only connections, and no journal-mode setup: GRDB's would commit a transaction
+        // whenever the log is empty.
+        configuration.readonly = readOnly
         configuration.busyMode = .callback(writeGuard.busyCallback())
         configuration.label = "baton.store"
         configuration.prepareDatabase { db in
+            // SQLite resolves links in the name it opens: another name means a link was put at
+            // the store file after the check before opening (nothing is written through it).
+            let opened = sqlite3_db_filename(db.sqliteConnection, "main").map { String(cString: $0) }
+            guard opened == expected else {
+                throw StoreError(
+                    .unsafeDirectory,
+                    SharedDirectory.describeOpenFailure(directory.storePath, errno: ELOOP)
+                        + " (SQLite opened \(opened ?? "no file"))")
+            }
             // Keep -wal and -shm in place so read-only openers never find them missing.
             var flag: CInt = 1
             let code = withUnsafeMutablePointer(to: &flag) {
@@ -158,10 +208,11 @@ public final class SharedStore: Sendable {
             }
             guard code == SQLITE_OK else { throw DatabaseError(resultCode: ResultCode(rawValue: code)) }
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            try WriteGuards.register(on: db)
             checkpoints.install(on: db)
         }
         let pool = try DatabasePool(path: directory.storePath, configuration: configuration)
-        try StoreMigrations.migrateIfNeeded(pool, directory: directory)
+        try StoreMigrations.migrateIfNeeded(pool, directory: directory, readOnly: readOnly)
         // A read has SQLite open the write-ahead log and its index, so all three are recorded.
         try pool.read { db in _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
         writeGuard.identity.record()

@@ -13,6 +13,8 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case notADatabase = "not_a_database"
         /// The store was written by a newer Baton, whose schema this version cannot open.
         case schemaTooNew = "schema_too_new"
+        /// The store was written by an older Baton, and a read-only open cannot upgrade it.
+        case schemaTooOld = "schema_too_old"
         /// No soup of that name is registered.
         case unknownSoup = "unknown_soup"
         /// A soup of that name already exists.

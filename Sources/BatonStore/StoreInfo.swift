@@ -62,6 +62,9 @@ extension SharedStore {
 
     /// The regular files in `path` (symlinks and directories left out), by name.
     static func logFiles(in path: String) -> [StoreInfo.LogFile] {
+        // A link where the directory should be is not followed: no log files there.
+        var directory = stat()
+        guard lstat(path, &directory) == 0, directory.st_mode & S_IFMT == S_IFDIR else { return [] }
         // A directory that cannot be listed has no log files to report.
         let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
         return names.sorted().compactMap { name in

@@ -39,7 +39,9 @@ struct LifecycleSignalTests {
         try Data("foreground".utf8).write(to: URL(fileURLWithPath: temp.path + "/target"))
         try FileManager.default.createSymbolicLink(
             atPath: shared.lifecyclePath + "/link", withDestinationPath: temp.path + "/target")
-        #expect(LifecycleSignal.read(directory: shared, name: "link") == .invalid("is a symbolic link"))
+        #expect(
+            LifecycleSignal.read(directory: shared, name: "link")
+                == .invalid("is a symbolic link, or lies under one"))
         try FileManager.default.createDirectory(
             atPath: shared.lifecyclePath + "/dir", withIntermediateDirectories: false)
         #expect(LifecycleSignal.read(directory: shared, name: "dir") == .invalid("is not a regular file"))
@@ -170,6 +172,44 @@ struct DirectoryWatcherTests {
         }
         #expect(sawRecreatedWrite)
     }
+
+    @Test(
+        "a lifecycle file is reported when its writer closes it, not when it is created empty (echo > file)",
+        .timeLimit(.minutes(1)))
+    func readOnClose() async throws {
+        let temp = try TemporaryDirectory()
+        let shared = try SharedDirectory(path: temp.path + "/d")
+        try shared.ensureSubdirectory(shared.lifecyclePath)
+        let events = try DirectoryWatcher(root: shared.path, subdirectories: ["lifecycle"]).events()
+        var iterator = events.makeAsyncIterator()
+        let path = shared.lifecyclePath + "/host"
+        for round in 0..<20 {
+            // What a shell's `echo foreground > file` does: create (empty), then write, then close.
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            try #require(fd >= 0)
+            // A barrier the watcher reports after the creation (inotify keeps the order).
+            try LifecycleSignal.write(.background, directory: shared, name: "barrier")
+            var beforeBarrier: [DirectoryWatcher.Event] = []
+            while let event = await iterator.next(),
+                event != .changed(directory: "lifecycle", name: "barrier")
+            {
+                beforeBarrier.append(event)
+            }
+            #expect(
+                !beforeBarrier.contains(.changed(directory: "lifecycle", name: "host")),
+                "round \(round): the empty file was reported at its creation")
+            let text = Array("foreground\n".utf8)
+            #expect(text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == text.count)
+            close(fd)
+            while let event = await iterator.next(), event != .changed(directory: "lifecycle", name: "host") {
+            }
+            #expect(LifecycleSignal.read(directory: shared, name: "host") == .valid(.foreground))
+            try FileManager.default.removeItem(atPath: path)
+            // The deletion's own event, before the next round's creation.
+            while let event = await iterator.next(), event != .changed(directory: "lifecycle", name: "host") {
+            }
+        }
+    }
 }
 
 @Suite("Participant status files")
@@ -197,7 +237,7 @@ struct ParticipantStatusFileTests {
         // and refused, not merely unlisted.
         var locks: [FileLock] = []
         for name in ["host", "linked", "big", "junk", "binary"] {
-            let lock = try FileLock(path: shared.participantsPath + "/\(name).lock")
+            let lock = try FileLock(path: shared.participantsPath + "/\(name).lock", in: shared)
             #expect(try lock.tryLock())
             locks.append(lock)
         }

@@ -112,7 +112,7 @@ struct ParticipantLogRotationTests {
         }
         let failRename = Failing(true)
         let failOpen = Failing(false)
-        var operations = ParticipantLog.FileOperations.system
+        var operations = ParticipantLog.FileOperations.system(in: f.shared)
         operations.rename = { from, to in
             if failRename.isOn {
                 errno = EACCES

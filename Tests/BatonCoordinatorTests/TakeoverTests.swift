@@ -240,7 +240,7 @@ struct LeaseTakeoverTests {
     func frozenHolder(beatAge: Duration = .seconds(10), recorded: Bool = true) throws -> (
         lock: FileLock, fence: LeaseFence
     ) {
-        let lock = try FileLock(path: shared.writerLockPath)
+        let lock = try FileLock(path: shared.writerLockPath, in: shared)
         #expect(try lock.tryLock())
         let previous = try store.read { try $0.leaseEpoch() }
         let fence = LeaseFence(
@@ -360,7 +360,7 @@ struct LeaseTakeoverTests {
 
     @Test("a holder's epoch is not recorded once a takeover replaced its lock file")
     func beginAfterTakeover() throws {
-        let lock = try FileLock(path: shared.writerLockPath)
+        let lock = try FileLock(path: shared.writerLockPath, in: shared)
         #expect(try lock.tryLock())
         try FileManager.default.removeItem(atPath: shared.writerLockPath)
         let fence = LeaseFence(

@@ -146,7 +146,7 @@ struct WriterLeaseTests {
         allowed.withLock { $0 = true }
         // A participant's publish (with its name lock, as every participant has) wakes the wait.
         try f.shared.ensureSubdirectory(f.shared.participantsPath)
-        let nameLock = try FileLock(path: f.shared.participantsPath + "/high.lock")
+        let nameLock = try FileLock(path: f.shared.participantsPath + "/high.lock", in: f.shared)
         #expect(try nameLock.tryLock())
         defer { nameLock.unlock() }
         let status = ParticipantStatus(

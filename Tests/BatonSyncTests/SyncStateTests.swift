@@ -59,7 +59,10 @@ struct SyncStateTests {
                 name: "odd", type: "syncUp", target: ["type": "rest", "objectType": "Account"], options: [:],
                 soupName: "accounts", status: "failed", progress: 0, totalSize: -1, error: "HTTP 500"))
         defer { _ = temp }
-        try DatabaseQueue(path: store.directory.storePath).write {
+        // As a user who got past the write guard would.
+        var configuration = Configuration()
+        configuration.prepareDatabase { try WriteGuards.register(on: $0) }
+        try DatabaseQueue(path: store.directory.storePath, configuration: configuration).write {
             try $0.execute(sql: "UPDATE sync_state SET \(column) = ? WHERE id = 2", arguments: [value])
         }
 

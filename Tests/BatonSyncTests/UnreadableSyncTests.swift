@@ -76,10 +76,12 @@ struct UnreadableFixture: Sendable {
     let gate: FetchGate
     var store: SharedStore { unfenced.store }
 
-    /// Runs SQL on the store file from a connection of its own, as `sqlite3` would.
+    /// Runs SQL on the store file from a connection of its own, as a user who got past the write
+    /// guard would (`sqlite3` alone is refused: `ForeignWriteTests`).
     func sql(_ sql: String, _ arguments: StatementArguments = []) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { try WriteGuards.register(on: $0) }
         let queue = try DatabaseQueue(path: store.directory.storePath, configuration: configuration)
         try queue.write { try $0.execute(sql: sql, arguments: arguments) }
     }

@@ -7,10 +7,12 @@ import GRDB
 import Logging
 import Testing
 
-/// Runs SQL on the store of `dir` from a connection of its own, as a user with `sqlite3` would.
+/// Runs SQL on the store of `dir` from a connection of its own, as a user who got past the write
+/// guard would (`sqlite3` alone is refused: `ForeignWriteTests`).
 func storeSQL(_ dir: String, _ sql: String, _ arguments: StatementArguments = []) throws {
     var configuration = Configuration()
     configuration.busyMode = .timeout(10)
+    configuration.prepareDatabase { try WriteGuards.register(on: $0) }
     let queue = try DatabaseQueue(path: dir + "/store.sqlite", configuration: configuration)
     try queue.write { try $0.execute(sql: sql, arguments: arguments) }
 }

@@ -17,8 +17,12 @@ extension LeaseAudit {
         /// intervals were folded.
         public var unleased: Int
 
+        /// The tables Baton writes whose write guard is gone or changed (strict audits only):
+        /// something other than Baton changed the schema, and may have written past the lease.
+        public var unguarded: [String] = []
+
         /// Whether nothing was found wrong.
-        public var passed: Bool { violations.isEmpty }
+        public var passed: Bool { violations.isEmpty && unguarded.isEmpty }
     }
 
     /// Audits `history` (oldest first, as ``LeaseHistory/read(store:directory:)`` reads it) and
@@ -54,12 +58,18 @@ extension LeaseAudit {
     /// release only the lock file holds yet) and audits them.
     ///
     /// - Throws: ``StoreError`` when the store cannot be read.
+    /// With `strict`, the tables whose write guard is gone or changed fail it too.
     public static func audit(store: SharedStore, strict: Bool) throws -> Report {
-        let (recorded, commits, folded) = try store.read {
-            (try $0.leaseHistory(), try $0.commitLog(), try $0.leaseHistoryFold())
+        let (recorded, commits, folded, unguarded) = try store.read {
+            (
+                try $0.leaseHistory(), try $0.commitLog(), try $0.leaseHistoryFold(),
+                strict ? try $0.unguardedTables() : []
+            )
         }
         let history = LeaseHistory.fold(
             recorded, record: HeartbeatRecord.read(at: store.directory.writerLockPath))
-        return audit(history: history, commits: commits, folded: folded, strict: strict)
+        var report = audit(history: history, commits: commits, folded: folded, strict: strict)
+        report.unguarded = unguarded
+        return report
     }
 }

@@ -84,7 +84,7 @@ extension WriterLease {
         /// Tries the lock without blocking: on the kept descriptor, or on a fresh one.
         private mutating func probe(reuseKept: Bool) throws -> AcquireMachine.Event {
             let reused = reuseKept ? kept.take() : nil
-            let lock = try reused ?? FileLock(path: lease.directory.writerLockPath)
+            let lock = try reused ?? FileLock(path: lease.directory.writerLockPath, in: lease.directory)
             guard try lock.tryLock() else {
                 kept = lock
                 return .probed(.busy(lock.identity))

@@ -79,7 +79,7 @@ extension WriterLease {
         let holderPid = seen.record?.pid ?? holder?.pid
         let holderName = holder?.name ?? holderPid.map { "pid \($0)" } ?? "the holder"
         let suffix = temporaryFiles.wrappingAdd(1, ordering: .relaxed).oldValue
-        let fresh = try FileLock(path: directory.path + "/.writer.lock.\(getpid()).\(suffix)")
+        let fresh = try FileLock(path: directory.path + "/.writer.lock.\(getpid()).\(suffix)", in: directory)
         let target = directory.writerLockPath
         /// Unlocks the fresh file, deleting it unless it was put in place.
         func discard() {

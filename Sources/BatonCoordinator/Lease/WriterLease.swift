@@ -114,7 +114,7 @@ public final class WriterLease: Sendable {
         self.takeoverLockWait = takeoverLockWait
         self.heartbeat = LeaseHeartbeat(term: term, onLost: onLost)
         // Fail early (and clearly) when the lock file cannot be opened.
-        _ = try FileLock(path: directory.writerLockPath)
+        _ = try FileLock(path: directory.writerLockPath, in: directory)
     }
 
     deinit {
@@ -128,7 +128,7 @@ public final class WriterLease: Sendable {
     /// - Returns: the held lease, or `nil` when someone else holds it.
     public func tryAcquire() throws -> Held? {
         if let held = current { return held }
-        let lock = try FileLock(path: directory.writerLockPath)
+        let lock = try FileLock(path: directory.writerLockPath, in: directory)
         guard try lock.tryLock() else { return nil }
         guard lock.isStillAtPath else {
             lock.unlock()

@@ -24,7 +24,7 @@ struct NameClaim: Sendable {
 
     private static func take(_ name: String, in directory: SharedDirectory) throws -> FileLock {
         let path = directory.participantsPath + "/\(name).lock"
-        let lock = try FileLock(path: path)
+        let lock = try FileLock(path: path, in: directory)
         guard try lock.tryLock() else {
             let pid =
                 FileLock.recorded(at: path)?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "unknown"

@@ -12,6 +12,9 @@ extension ParticipantMachine {
         /// A takeover waits for a holder that keeps SQLite's write lock (its message names the
         /// holder and the remedy).
         case takeoverBlocked(String)
+        /// Tables whose write guard is gone or changed: something other than Baton changed the
+        /// store (the text names them and what is wrong).
+        case storeUnguarded(String)
 
         package var description: String {
             switch self {
@@ -19,6 +22,8 @@ extension ParticipantMachine {
             case .writerStartFailed(let error): "could not start syncs as writer (\(error)); trying again"
             case .storeLost(let reason): reason
             case .takeoverBlocked(let message): message
+            case .storeUnguarded(let tables):
+                "something other than Baton changed the store: \(tables); its writes may have bypassed the lease (`baton lease check --strict` names them; `baton store init` restores the guards)"
             }
         }
     }
@@ -206,6 +211,16 @@ extension ParticipantMachine {
     }
 
     // MARK: - Problems and timers
+
+    /// The writer looked at the store's write guards: missing ones are the problem shown until a
+    /// later look finds them all in place.
+    mutating func storeUnguarded(_ tables: [String]) -> [Action] {
+        guard !tables.isEmpty else {
+            guard case .storeUnguarded = problem else { return [] }
+            return setProblem(nil)
+        }
+        return setProblem(.storeUnguarded(tables.joined(separator: "; ")))
+    }
 
     /// Notes what keeps the participant from its work (or that nothing does) and publishes it.
     /// A lost store outranks every other problem: until it is back, only news of the store

@@ -153,6 +153,9 @@ extension ParticipantMachine {
         /// `becomeWriter`'s first write failed its fence: the store's epoch moved past this
         /// holding before it recorded itself, so it can never commit.
         case writerStartStale
+        /// `becomeWriter` looked at the store's write guards: the tables whose guard is gone or
+        /// changed, each with what is wrong (none: all in place).
+        case storeUnguarded([String])
         /// A configured sync (others are ignored) reached `done`.
         case syncFinished(String)
         /// A configured sync failed, or its rerun could not start. `storeProblem` is what the

@@ -233,6 +233,7 @@ package struct ParticipantMachine<Lease: Sendable & Hashable>: Sendable, Hashabl
             guard case .writer(let lease) = phase, !shuttingDown else { return [] }
             return beginRelease(lease, .yield)
         case .writerStarted, .writerStartFailed, .writerStartStale: return writerStart(event)
+        case .storeUnguarded(let tables): return storeUnguarded(tables)
         case .syncFinished(let name): return syncFinished(name)
         case .syncFailed(let name, let error, let storeProblem, let at):
             guard configuredSyncs.contains(name) else { return [] }

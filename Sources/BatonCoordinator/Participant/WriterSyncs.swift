@@ -62,7 +62,26 @@ actor WriterSyncs {
             log.log("writer.error", ["error": .string(String(describing: error))])
             outcome = .writerStartFailed(String(describing: error))
         }
-        return [.managerState(await manager.state), outcome]
+        let guards = await unguardedTables().map { [Event.storeUnguarded($0)] } ?? []
+        return [.managerState(await manager.state), outcome] + guards
+    }
+
+    /// The tables whose write guard is gone or changed, logged when there are any (nil when
+    /// the store could not be read: the next writer start looks again).
+    private func unguardedTables() async -> [String]? {
+        do {
+            let tables = try await store.read { try $0.unguardedTables() }
+            if !tables.isEmpty {
+                logger.error(
+                    "something other than Baton changed the store", metadata: ["baton.tables": "\(tables)"])
+                log.log("store.unguarded", ["tables": .array(tables.map(JSONValue.string))])
+            }
+            return tables
+        } catch {
+            // Unreadable now: the syncs' own reads report why.
+            log.log("store.guardCheckFailed", ["error": .string(String(describing: error))])
+            return nil
+        }
     }
 
     /// Runs the configured syncs the restart did not resume, then queues the ghost cleaning of

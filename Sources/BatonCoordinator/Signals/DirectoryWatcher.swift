@@ -5,7 +5,9 @@ import Foundation
 /// (`inotify_init1(IN_NONBLOCK | IN_CLOEXEC)` and `poll`), surfaced as an `AsyncStream`.
 ///
 /// Events are hints: consumers re-read the files they care about (the signals are
-/// level-triggered). A queue overflow, or a subdirectory deleted or recreated, yields
+/// level-triggered). In a subdirectory, a file created empty is reported when its writer closes
+/// it (or a rename brings it in), not at its creation: `echo foreground > file` is read once
+/// written. A subdirectory that is a symbolic link is not watched (`IN_DONT_FOLLOW`). A queue overflow, or a subdirectory deleted or recreated, yields
 /// ``Event/rescan(_:)``: the watcher re-watches and the consumer re-reads everything.
 ///
 /// ```swift
@@ -122,7 +124,7 @@ private final class WatchLoop: @unchecked Sendable {
             | IN_ONLYDIR)
     static let subMask = UInt32(
         IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF
-            | IN_ATTRIB | IN_ONLYDIR)
+            | IN_ATTRIB | IN_ONLYDIR | IN_DONT_FOLLOW)
 
     let inotify: Int32
     let wakeRead: Int32
@@ -198,6 +200,14 @@ private final class WatchLoop: @unchecked Sendable {
         }
     }
 
+    /// Whether `path` is an empty regular file (not following a link): one just created by a
+    /// writer that has not written yet (`echo foreground > file` creates it, then writes). Its
+    /// close (`IN_CLOSE_WRITE`) is reported instead, so a reader never sees it half made.
+    private func isEmptyFile(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && info.st_size == 0
+    }
+
     /// Returns false when watching must end.
     func handle(
         wd: Int32, mask: UInt32, name: String,
@@ -241,6 +251,7 @@ private final class WatchLoop: @unchecked Sendable {
             return true
         }
         if mask & UInt32(IN_ATTRIB) != 0 { return true }
+        if mask & UInt32(IN_CREATE) != 0, isEmptyFile(root + "/" + sub + "/" + name) { return true }
         continuation.yield(.changed(directory: sub, name: name))
         return true
     }

@@ -31,15 +31,15 @@ public enum LifecycleSignal {
 
     /// Reads `D/lifecycle/<name>`.
     public static func read(directory: SharedDirectory, name: String) -> Reading {
-        readFile(at: directory.lifecyclePath + "/" + name)
+        readFile(at: directory.lifecyclePath + "/" + name, in: directory)
     }
 
-    static func readFile(at path: String) -> Reading {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+    static func readFile(at path: String, in directory: SharedDirectory) -> Reading {
+        let fd = directory.openFile(path, O_RDONLY | O_NONBLOCK)
         guard fd >= 0 else {
             switch errno {
             case ENOENT: return .missing
-            case ELOOP: return .invalid("is a symbolic link")
+            case ELOOP: return .invalid("is a symbolic link, or lies under one")
             default: return .invalid("cannot be opened (\(String(cString: strerror(errno))))")
             }
         }
@@ -72,7 +72,8 @@ public enum LifecycleSignal {
     public static func write(_ lifecycle: Lifecycle, directory: SharedDirectory, name: String) throws {
         try ParticipantName.validate(name)
         try directory.ensureSubdirectory(directory.lifecyclePath)
-        try AtomicFile.write(Data((lifecycle.rawValue + "\n").utf8), to: directory.lifecyclePath + "/" + name)
+        try AtomicFile.write(
+            Data((lifecycle.rawValue + "\n").utf8), to: directory.lifecyclePath + "/" + name, in: directory)
     }
 }
 
@@ -87,10 +88,10 @@ extension LifecycleSignal {
         try directory.ensureSubdirectory(directory.lifecyclePath)
         let path = directory.lifecyclePath + "/" + name
         let temporary = path + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try AtomicFile.write(Data((lifecycle.rawValue + "\n").utf8), to: temporary)
-        defer { unlink(temporary) }
+        try AtomicFile.write(Data((lifecycle.rawValue + "\n").utf8), to: temporary, in: directory)
+        defer { directory.unlinkFile(temporary) }
         // link() fails with EEXIST instead of replacing: the no-clobber form of rename.
-        if link(temporary, path) == 0 { return true }
+        if directory.linkFile(temporary, to: path) == 0 { return true }
         if errno == EEXIST { return false }
         throw CoordinatorError(.io, "cannot write \(path): \(String(cString: strerror(errno)))")
     }
@@ -111,26 +112,32 @@ public enum ParticipantName {
 
 /// Files replaced atomically: written to a temporary sibling, then renamed over the target.
 public enum AtomicFile {
-    /// Writes `data` to a new temporary sibling of `path` (mode 0600) and renames it over `path`.
+    /// Writes `data` to a new temporary sibling of `path` (mode 0600), a file in `directory`, and
+    /// renames it over `path`, following no symbolic link in `directory` (a link at `path` is
+    /// replaced, never written through).
     ///
     /// - Throws: `io` when the file cannot be written or replaced.
-    public static func write(_ data: Data, to path: String) throws {
+    public static func write(_ data: Data, to path: String, in directory: SharedDirectory) throws {
         let temporary = path + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        let fd = directory.openFile(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
         guard fd >= 0 else {
-            throw CoordinatorError(.io, "cannot write \(path): \(String(cString: strerror(errno)))")
+            throw CoordinatorError(
+                .io, "cannot write \(SharedDirectory.describeOpenFailure(path, errno: errno))")
         }
         let written = data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
         close(fd)
-        guard written == data.count, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw CoordinatorError(.io, "cannot replace \(path): \(String(cString: strerror(errno)))")
+        guard written == data.count, directory.renameFile(temporary, to: path) == 0 else {
+            let code = errno
+            directory.unlinkFile(temporary)
+            throw CoordinatorError(
+                .io, "cannot replace \(SharedDirectory.describeOpenFailure(path, errno: code))")
         }
     }
 
-    /// Reads a small file without following symlinks; `nil` when missing, unreadable or too big.
-    public static func read(_ path: String, maxSize: Int) -> Data? {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+    /// Reads a small file in `directory` without following symlinks; `nil` when missing,
+    /// unreadable or too big.
+    public static func read(_ path: String, maxSize: Int, in directory: SharedDirectory) -> Data? {
+        let fd = directory.openFile(path, O_RDONLY | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var info = stat()

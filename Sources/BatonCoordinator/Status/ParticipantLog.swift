@@ -26,10 +26,12 @@ public final class ParticipantLog: Sendable {
         /// Opens the path for appending, creating it (mode 0600); a descriptor, or -1.
         package var open: @Sendable (String) -> Int32
 
-        /// The system's own.
-        package static let system = FileOperations(
-            write: { Glibc.write($0, $1, $2) }, rename: { Glibc.rename($0, $1) },
-            open: { Glibc.open($0, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600) })
+        /// The system's own, following no symbolic link in `directory`.
+        package static func system(in directory: SharedDirectory) -> FileOperations {
+            FileOperations(
+                write: { Glibc.write($0, $1, $2) }, rename: { directory.renameFile($0, to: $1) },
+                open: { directory.openFile($0, O_WRONLY | O_CREAT | O_APPEND, mode: 0o600) })
+        }
     }
 
     /// The size at which a log rotates when none is given: 8 MiB.
@@ -63,11 +65,11 @@ public final class ParticipantLog: Sendable {
     /// - Parameter limit: the size at which the log rotates (at least ``minimumLimit``).
     /// - Throws: `io` when the log cannot be opened.
     public convenience init(directory: SharedDirectory, name: String, limit: Int64 = defaultLimit) throws {
-        try self.init(directory: directory, name: name, limit: limit, operations: .system)
+        try self.init(directory: directory, name: name, limit: limit, operations: .system(in: directory))
     }
 
     package convenience init(directory: SharedDirectory, name: String, writer: @escaping Writer) throws {
-        var operations = FileOperations.system
+        var operations = FileOperations.system(in: directory)
         operations.write = writer
         try self.init(directory: directory, name: name, operations: operations)
     }
@@ -81,7 +83,8 @@ public final class ParticipantLog: Sendable {
         self.operations = operations
         let fd = operations.open(path)
         guard fd >= 0 else {
-            throw CoordinatorError(.io, "cannot open log \(path): \(String(cString: strerror(errno)))")
+            throw CoordinatorError(
+                .io, "cannot open log \(SharedDirectory.describeOpenFailure(path, errno: errno))")
         }
         state = Locked(State(fd: fd, size: Self.size(of: fd)))
     }

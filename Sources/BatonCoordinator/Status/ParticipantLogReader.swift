@@ -27,16 +27,20 @@ public final class ParticipantLogReader: Sendable {
 
     /// The log's path (`D/logs/<name>.jsonl`); the rotated file is this path with `.1`.
     public let path: String
+    /// The shared directory the log is in, when known: no symbolic link in it is followed.
+    private let directory: SharedDirectory?
     private let position = Locked<Position?>(nil)
 
     /// A reader of the log at `path`, from its start (the rotated file first).
     public init(path: String) {
         self.path = path
+        directory = nil
     }
 
     /// A reader of participant `name`'s log in `directory`, from its start.
-    public convenience init(directory: SharedDirectory, name: String) {
-        self.init(path: directory.logsPath + "/\(name).jsonl")
+    public init(directory: SharedDirectory, name: String) {
+        path = directory.logsPath + "/\(name).jsonl"
+        self.directory = directory
     }
 
     /// Every line the log and its rotated file hold now, oldest first (a line still being
@@ -55,7 +59,7 @@ public final class ParticipantLogReader: Sendable {
     public func newLines() -> [String] {
         position.withLock { position in
             var lines: [String] = []
-            let (rotated, current) = Self.openBoth(path)
+            let (rotated, current) = Self.openBoth(path, in: directory)
             defer {
                 if let rotated { close(rotated.fd) }
                 if let current { close(current.fd) }
@@ -100,10 +104,12 @@ public final class ParticipantLogReader: Sendable {
     /// the one opened: then no rotation came in between, and the current file is the one that
     /// follows it. (Tried again a few times; past that, a log rotating that fast is read as
     /// found.)
-    private static func openBoth(_ path: String) -> (rotated: OpenFile?, current: OpenFile?) {
+    private static func openBoth(_ path: String, in directory: SharedDirectory?) -> (
+        rotated: OpenFile?, current: OpenFile?
+    ) {
         for attempt in 0..<4 {
-            let rotated = openFile(path + ".1")
-            let current = openFile(path)
+            let rotated = openFile(path + ".1", in: directory)
+            let current = openFile(path, in: directory)
             var status = stat()
             let now = lstat(path + ".1", &status) == 0 ? [UInt64(status.st_dev), UInt64(status.st_ino)] : nil
             if now == rotated?.file || attempt == 3 { return (rotated, current) }
@@ -113,8 +119,8 @@ public final class ParticipantLogReader: Sendable {
         return (nil, nil)
     }
 
-    private static func openFile(_ path: String) -> OpenFile? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+    private static func openFile(_ path: String, in directory: SharedDirectory?) -> OpenFile? {
+        let fd = directory?.openFile(path, O_RDONLY) ?? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return nil }
         var status = stat()
         guard fstat(fd, &status) == 0 else {

@@ -115,7 +115,7 @@ public struct ParticipantStatus: Sendable, Hashable, Codable {
     public func publish(in directory: SharedDirectory) throws {
         try directory.ensureSubdirectory(directory.participantsPath)
         try AtomicFile.write(
-            try JSONEncoder().encode(self), to: directory.participantsPath + "/\(name).json")
+            try JSONEncoder().encode(self), to: directory.participantsPath + "/\(name).json", in: directory)
     }
 
     /// At most this many status files are read per look at `participants/`, however many
@@ -140,7 +140,9 @@ public struct ParticipantStatus: Sendable, Hashable, Codable {
         lockedNames(in: directory.participantsPath).prefix(maxStatusFiles).compactMap { name in
             // Anything that is not a status this version writes (an unknown role or phase
             // included) is skipped like junk.
-            guard let data = AtomicFile.read(directory.participantsPath + "/\(name).json", maxSize: 64 * 1024)
+            guard
+                let data = AtomicFile.read(
+                    directory.participantsPath + "/\(name).json", maxSize: 64 * 1024, in: directory)
             else { return nil }
             return parse(data, name: name)
         }

@@ -42,8 +42,8 @@ public struct CoordinatorSnapshot {
         let now = MonotonicClock.nanos()
         let age = heartbeat.map { now >= $0.beat ? Double((now - $0.beat) / 100_000) / 10 : 0 }
         guard
-            let store = try? SharedStore.open(
-                directory: shared, create: false, logger: .init(label: "baton.status"))
+            let store = try? SharedStore.openForReading(
+                directory: shared, logger: .init(label: "baton.status"))
         else {
             return CoordinatorSnapshot(
                 writer: nil, participants: participants, heartbeat: heartbeat, heartbeatAgeMillis: age,

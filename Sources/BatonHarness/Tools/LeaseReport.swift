@@ -54,8 +54,10 @@ public enum LeaseReport {
     /// The lease history and the commit log, audited.
     public struct Audit: Sendable {
         public var violations: [LeaseAudit.Violation]
+        /// Tables whose write guard is gone or changed (`--strict`), each "TABLE: what".
+        public var unguarded: [String] = []
         public var summary: String
-        public var passed: Bool { violations.isEmpty }
+        public var passed: Bool { violations.isEmpty && unguarded.isEmpty }
     }
 
     /// Audits the store's lease history (with a release only the lock file holds yet, which the
@@ -71,10 +73,14 @@ public enum LeaseReport {
             report.folded.map { " (and \($0.intervals) folded, epochs \($0.firstEpoch)-\($0.lastEpoch))" }
             ?? ""
         guard report.passed else {
+            let unguarded =
+                report.unguarded.isEmpty
+                ? ""
+                : "; \(report.unguarded.count) table(s) written by Baton without their write guard (something else changed the store: \(report.unguarded.map { $0.prefix { $0 != ":" } }.joined(separator: ", ")))"
             return Audit(
-                violations: report.violations,
+                violations: report.violations, unguarded: report.unguarded,
                 summary:
-                    "lease check failed: \(report.violations.count) violation(s) in \(report.intervals) intervals\(folded) and \(report.commits) commits"
+                    "lease check failed: \(report.violations.count) violation(s) in \(report.intervals) intervals\(folded) and \(report.commits) commits\(unguarded)"
             )
         }
         let unleased = report.unleased == 0 ? "" : " (\(report.unleased) made outside any lease)"

@@ -127,8 +127,8 @@ struct LeaseView: Sendable {
     /// A store that cannot be read yet (none, or being created) counts as an empty history.
     static func read(_ shared: SharedDirectory, from: Int64?) -> LeaseView {
         let record = HeartbeatRecord.read(at: shared.writerLockPath)
-        let store = try? SharedStore.open(
-            directory: shared, create: false, logger: .init(label: "baton.wait"))
+        let store = try? SharedStore.openForReading(
+            directory: shared, logger: .init(label: "baton.wait"))
         let history =
             (try? store?.read { reader -> [LeaseRecord] in
                 let latest = max(record?.epoch ?? 0, try reader.leaseEpoch())

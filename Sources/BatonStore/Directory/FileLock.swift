@@ -21,14 +21,16 @@ public final class FileLock: Sendable {
     /// The lock file's path (where ``rename(to:)`` last put it).
     public var path: String { currentPath.withLock { $0 } }
 
-    /// Opens (creating with mode 0600) the lock file. Does not lock.
-    public init(path: String) throws {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+    /// Opens (creating with mode 0600) the lock file `path` in `directory`, following no
+    /// symbolic link. Does not lock.
+    public init(path: String, in directory: SharedDirectory) throws {
+        let fd = directory.openFile(path, O_RDWR | O_CREAT, mode: 0o600)
         guard fd >= 0 else {
+            let code = errno
             throw StoreError(
-                .directoryUnavailable,
-                "cannot open lock file \(path): \(String(cString: strerror(errno))); check the directory's permissions"
-            )
+                code == ELOOP ? .unsafeDirectory : .directoryUnavailable,
+                "cannot open lock file \(SharedDirectory.describeOpenFailure(path, errno: code))"
+                    + (code == ELOOP ? "" : "; check the directory's permissions"))
         }
         self.fd = fd
         self.currentPath = Locked(path)

@@ -28,6 +28,14 @@ public struct SharedDirectory: Sendable, Hashable {
 
     /// `D/store.sqlite`.
     public var storePath: String { path + "/store.sqlite" }
+    /// `D/store.sqlite` with every symbolic link in D's own path resolved, as SQLite names the
+    /// file it opened (D itself may be a link; nothing below it may).
+    public var resolvedStorePath: String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        let directory = String(cString: resolved)
+        return (directory == "/" ? "" : directory) + "/store.sqlite"
+    }
     /// `D/setup.lock`, held while opening and migrating the store.
     public var setupLockPath: String { path + "/setup.lock" }
     /// `D/writer.lock`, the writer lease.
@@ -42,8 +50,23 @@ public struct SharedDirectory: Sendable, Hashable {
     public var changesPath: String { path + "/changes" }
 
     /// Creates a subdirectory (mode 0700) if it is missing.
+    ///
+    /// - Throws: ``StoreError`` with code `unsafeDirectory` when something other than a directory
+    ///   is there (a symbolic link included: Baton follows no link in D).
     public func ensureSubdirectory(_ subpath: String) throws {
         try Self.makeDirectory(subpath)
+        var info = stat()
+        guard lstat(subpath, &info) == 0 else {
+            throw StoreError(
+                .directoryUnavailable, "cannot read \(subpath): \(String(cString: strerror(errno)))")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw StoreError(
+                .unsafeDirectory,
+                (info.st_mode & S_IFMT) == S_IFLNK
+                    ? Self.describeOpenFailure(subpath, errno: ELOOP)
+                    : "\(subpath) is not a directory; remove it")
+        }
     }
 
     static func prepare(_ path: String, create: Bool) throws {

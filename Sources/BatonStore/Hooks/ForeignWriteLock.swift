@@ -10,7 +10,8 @@ package final class ForeignWriteLock: Sendable {
     /// Opens `path` and takes its write lock, waiting up to `timeout` for a writer in progress.
     package init(path: String, timeout: Duration = .seconds(30)) throws {
         var db: OpaquePointer?
-        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK else {
+        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, nil) == SQLITE_OK
+        else {
             sqlite3_close(db)
             throw StoreError(.database, "cannot open \(path) to lock it")
         }

@@ -13,7 +13,9 @@ enum StoreMigrations {
     /// the lease audit sees no commit outside the lease), and each runs once per store.
     ///
     /// - Throws: `schemaTooNew` when a newer Baton wrote the store.
-    static func migrateIfNeeded(_ pool: DatabasePool, directory: SharedDirectory) throws {
+    static func migrateIfNeeded(_ pool: DatabasePool, directory: SharedDirectory, readOnly: Bool = false)
+        throws
+    {
         let migrator = Self.migrator
         let (superseded, complete) = try pool.read { db in
             (try migrator.hasBeenSuperseded(db), try migrator.hasCompletedMigrations(db))
@@ -22,6 +24,12 @@ enum StoreMigrations {
             throw StoreError(
                 .schemaTooNew,
                 "the store in \(directory.path) was written by a newer Baton; upgrade baton to open it")
+        }
+        if !complete, readOnly {
+            throw StoreError(
+                .schemaTooOld,
+                "the store in \(directory.path) was written by an older Baton; start a participant there or run `baton store init --dir \(directory.path)` to upgrade it"
+            )
         }
         if !complete { try migrator.migrate(pool) }
     }
@@ -35,6 +43,7 @@ enum StoreMigrations {
         migrator.registerMigration("v4-lease-history-fold", migrate: addLeaseHistoryFold)
         migrator.registerMigration("v5-lease-epoch-in-history", migrate: moveLeaseEpochIntoHistory)
         migrator.registerMigration("v6-sync-down-position", migrate: addSyncDownPosition)
+        migrator.registerMigration("v7-write-guards", migrate: addWriteGuards)
         return migrator
     }
 
@@ -174,5 +183,13 @@ enum StoreMigrations {
                 ALTER TABLE sync_state ADD COLUMN runServerTime INTEGER;
                 ALTER TABLE sync_state ADD COLUMN resumeAfterId TEXT;
                 """)
+    }
+
+    /// Write guards (``WriteGuards``) on every table Baton writes, soups included: a change made
+    /// by anything but Baton's connections fails. A Baton from before this migration refuses
+    /// the store (`schemaTooNew`); one already running fails its next write on the guard.
+    static func addWriteGuards(_ db: Database) throws {
+        let soups = try String.fetchAll(db, sql: "SELECT 'soup_' || id FROM soup_registry ORDER BY id")
+        for table in WriteGuards.storeTables + soups { try WriteGuards.install(on: table, db: db) }
     }
 }

@@ -37,6 +37,7 @@ extension StoreTransaction {
                     lastModified INTEGER NOT NULL\(columns)
                 )
                 """)
+        try WriteGuards.install(on: soup.tableName, db: db)
         try Self.addIndexes(soup, existing: nil, db: db)
         return soup
     }

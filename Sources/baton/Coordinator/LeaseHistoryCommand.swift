@@ -17,7 +17,7 @@ extension LeaseCommand {
         @Flag(help: "Print a JSON array.") var json = false
 
         func run() throws {
-            let store = try directory.openStore(create: false)
+            let store = try directory.openStoreForReading()
             let (history, folded) = try LeaseHistory.readWithFold(store: store, directory: store.directory)
             if json {
                 try CLIOutput.json(LeaseReport.entries(history, folded: folded))

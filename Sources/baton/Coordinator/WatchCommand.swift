@@ -15,7 +15,7 @@ struct WatchCommand: AsyncParsableCommand {
     @Flag(help: "Print JSON lines.") var json = false
 
     func run() async throws {
-        let store = try directory.openStore(create: false)
+        let store = try directory.openStoreForReading()
         let events = try DirectoryWatcher(root: store.directory.path, subdirectories: []).events()
         var last: Int64 = -1
         try report(store, last: &last)

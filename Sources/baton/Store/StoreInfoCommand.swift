@@ -14,7 +14,7 @@ struct StoreInfoCommand: ParsableCommand {
     @Flag(help: "Print one JSON object instead of text.") var json = false
 
     func run() throws {
-        let store = try directory.openStore(create: false)
+        let store = try directory.openStoreForReading()
         let info = try store.info()
         if json {
             try CLIOutput.json(info)

@@ -21,7 +21,7 @@ struct StoreQueryCommand: ParsableCommand {
 
     func run() throws {
         let query = try SoupQuery(exact: exact, like: like, order: order, limit: limit, offset: offset)
-        let store = try directory.openStore(create: false)
+        let store = try directory.openStoreForReading()
         if count {
             CLIOutput.line(String(try store.count(query, in: soup)))
             return

@@ -19,4 +19,10 @@ struct DirectoryOptions: ParsableArguments {
         return try SharedStore.open(
             directory: directory, create: create, busyTimeout: busyTimeout, logger: Logger(label: label))
     }
+
+    /// Opens the store to read only: nothing in D is created or committed.
+    func openStoreForReading(label: String = "baton") throws -> SharedStore {
+        try SharedStore.openForReading(
+            directory: try SharedDirectory(path: dir, create: false), logger: Logger(label: label))
+    }
 }

@@ -21,7 +21,7 @@ struct SyncsCommand: ParsableCommand {
     }
 
     func run() throws {
-        let store = try directory.openStore(create: false)
+        let store = try directory.openStoreForReading()
         let report = try SyncsReport.read(
             store, directory: directory.dir, status: status.flatMap(SyncStatus.init(rawValue:)))
         if json {
