@@ -100,6 +100,15 @@ extension HeavyEndToEnd {
             #expect(stdout.contains("with a request in flight: "), "\(stdout)")
         }
 
+        @Test("ingest: every record saved, end to end and through the store, with their baselines")
+        func ingest() async throws {
+            let (stdout, figures) = try await bench("ingest", records: 2000)
+            for key in ["endToEndPerSec", "storePerSec", "rawPerSec", "grdbPerSec", "fetchPerSec"] {
+                #expect((figures.value(atPath: "ingest.\(key)")?.doubleValue ?? 0) > 0, "\(key)")
+            }
+            #expect(stdout.contains("ingest"), "\(stdout)")
+        }
+
         @Test("readers: a reader process hears of every committed page")
         func readers() async throws {
             let (stdout, figures) = try await bench("readers", records: 1000)

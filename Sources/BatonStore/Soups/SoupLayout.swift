@@ -7,12 +7,13 @@ extension SoupDescription {
     /// The soup's table.
     public var table: String { tableName }
 
-    /// The statements that make the soup's table and its indexes in another database.
+    /// The statements that make the soup's table and its indexes in another database (not its
+    /// write guards: the raw loop measures SQLite's own work for the data).
     public func schemaStatements(in reader: StoreReader) throws -> [String] {
         try String.fetchAll(
             reader.db,
             sql:
-                "SELECT sql FROM sqlite_master WHERE tbl_name = ? AND sql IS NOT NULL ORDER BY type DESC, name",
+                "SELECT sql FROM sqlite_master WHERE tbl_name = ? AND type IN ('table', 'index') AND sql IS NOT NULL ORDER BY type DESC, name",
             arguments: [tableName])
     }
 
