@@ -88,21 +88,30 @@ public final class SharedStore: Sendable {
     ///   - create: when false, a missing store is an error instead of being created.
     ///   - busyTimeout: how long a write waits for a lock held by another process before it
     ///     fails with "database is locked".
+    ///   - setupTimeout: how long to wait for `D/setup.lock` while another process holds it.
     ///   - logger: where the store logs (at debug level, and warnings it recovers from).
     /// - Throws: ``StoreError`` (`notADatabase` when the file is not SQLite, `schemaTooNew` when a
     ///   newer Baton wrote it, `storeFileChanged` when the store file is missing but its WAL is
-    ///   still there, as when the store was moved or deleted while in use).
+    ///   still there, as when the store was moved or deleted while in use, `busy` when another
+    ///   process held `D/setup.lock` past `setupTimeout`: the message names it).
     public static func open(
-        directory: SharedDirectory, create: Bool = true, busyTimeout: Duration = .seconds(10), logger: Logger
+        directory: SharedDirectory, create: Bool = true, busyTimeout: Duration = .seconds(10),
+        setupTimeout: Duration = defaultSetupTimeout, logger: Logger
     ) throws -> SharedStore {
-        try open(directory: directory, create: create, busyTimeout: busyTimeout, faults: nil, logger: logger)
+        try open(
+            directory: directory, create: create, busyTimeout: busyTimeout, setupTimeout: setupTimeout,
+            faults: nil, logger: logger)
     }
 
-    /// ``open(directory:create:busyTimeout:logger:)`` with test hooks (tests, chaos runs and
-    /// `baton participant --storage-fault-file` only).
+    /// How long opening (or reopening) the store waits for `D/setup.lock` unless told otherwise:
+    /// the lock is held for the few milliseconds an open or a migration takes.
+    public static let defaultSetupTimeout = Duration.seconds(10)
+
+    /// ``open(directory:create:busyTimeout:setupTimeout:logger:)`` with test hooks (tests, chaos
+    /// runs and `baton participant --storage-fault-file` only).
     package static func open(
         directory: SharedDirectory, create: Bool = true, busyTimeout: Duration = .seconds(10),
-        faults: StorageFaults?, logger: Logger
+        setupTimeout: Duration = defaultSetupTimeout, faults: StorageFaults?, logger: Logger
     ) throws -> SharedStore {
         let path = directory.storePath
         /// Refuses a missing store beside an orphaned WAL, and (`create` false) a missing store.
@@ -125,7 +134,7 @@ public final class SharedStore: Sendable {
         // Before setup.lock too: a reader of a directory with no store creates nothing there.
         try refuseMissingStore()
         let setupLock = try FileLock(path: directory.setupLockPath)
-        try setupLock.lock()
+        try setupLock.lock(timeout: setupTimeout)
         defer { setupLock.unlock() }
         try refuseMissingStore()
         let previousMask = umask(0o077)
