@@ -22,7 +22,8 @@ extension SharedStore {
     /// reopen made it, after copying everything back. Then it closes its connections, removes
     /// the log and index it had open from their paths (when they are still there), and opens
     /// the store at the path afresh (SQLite makes a new log and index), checked with
-    /// `PRAGMA quick_check` and migrated when older, under `D/setup.lock` as at open.
+    /// `PRAGMA quick_check` and migrated when older, under `D/setup.lock` as at open (waiting
+    /// for it at most ``defaultSetupTimeout``).
     ///
     /// Call it only while this process holds no lease (a lease's fence is checked against the
     /// store it was minted for, and a copy may hold another epoch), and with this handle the
@@ -32,7 +33,8 @@ extension SharedStore {
     /// - Returns: `.unchanged` when the files are the ones opened, else what was replaced.
     /// - Throws: ``StoreError`` with code `storeFileChanged` while no store is at the path, or
     ///   the file there is not a store that passes its check (the message names it); `busy` while
-    ///   another process's reads keep the old log from being copied back (try again later).
+    ///   another process's reads keep the old log from being copied back, or another process
+    ///   holds `D/setup.lock` (the message names it; try again later).
     ///   Until a reopen succeeds, writes stay refused.
     public func reopen() throws -> Reopening {
         let identity = writeGuard.identity
@@ -43,7 +45,7 @@ extension SharedStore {
                 .storeFileChanged, "\(problem); no store is at \(path): put it back (or a copy of it)")
         }
         let setupLock = try FileLock(path: directory.setupLockPath, in: directory)
-        try setupLock.lock()
+        try setupLock.lock(timeout: Self.defaultSetupTimeout)
         defer { setupLock.unlock() }
         try Self.refuseLinkedStoreFiles(path)
         if current.withLock({ !$0.closed }) {

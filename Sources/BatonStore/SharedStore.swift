@@ -88,33 +88,47 @@ public final class SharedStore: Sendable {
     ///   - create: when false, a missing store is an error instead of being created.
     ///   - busyTimeout: how long a write waits for a lock held by another process before it
     ///     fails with "database is locked".
+    ///   - setupTimeout: how long to wait for `D/setup.lock` while another process holds it.
     ///   - logger: where the store logs (at debug level, and warnings it recovers from).
     /// - Throws: ``StoreError`` (`notADatabase` when the file is not SQLite, `schemaTooNew` when a
     ///   newer Baton wrote it, `storeFileChanged` when the store file is missing but its WAL is
-    ///   still there, as when the store was moved or deleted while in use).
+    ///   still there, as when the store was moved or deleted while in use, `busy` when another
+    ///   process held `D/setup.lock` past `setupTimeout`: the message names it).
     public static func open(
-        directory: SharedDirectory, create: Bool = true, busyTimeout: Duration = .seconds(10), logger: Logger
+        directory: SharedDirectory, create: Bool = true, busyTimeout: Duration = .seconds(10),
+        setupTimeout: Duration = defaultSetupTimeout, logger: Logger
     ) throws -> SharedStore {
-        try open(directory: directory, create: create, busyTimeout: busyTimeout, faults: nil, logger: logger)
+        try open(
+            directory: directory, create: create, busyTimeout: busyTimeout, setupTimeout: setupTimeout,
+            faults: nil, logger: logger)
     }
+
+    /// How long opening (or reopening) the store waits for `D/setup.lock` unless told otherwise:
+    /// the lock is held for the few milliseconds an open or a migration takes.
+    public static let defaultSetupTimeout = Duration.seconds(10)
 
     /// Opens the store in `directory` to read it only: nothing is created, migrated or committed
     /// (not even the empty transaction GRDB makes to give a new log a frame), and a write
     /// through the handle fails. What `baton status`, `syncs`, `store info`, `store query`,
     /// `lease check`, `lease history`, `watch` and `wait` use.
     ///
-    /// - Throws: as ``open(directory:create:busyTimeout:logger:)`` for a missing store, and
-    ///   ``StoreError`` `schemaTooOld` when an older Baton wrote it (a participant or `baton
-    ///   store init` upgrades it).
-    public static func openForReading(directory: SharedDirectory, logger: Logger) throws -> SharedStore {
-        try open(directory: directory, create: false, readOnly: true, faults: nil, logger: logger)
+    /// - Throws: as ``open(directory:create:busyTimeout:setupTimeout:logger:)`` for a missing
+    ///   store or a `setup.lock` held past `setupTimeout`, and ``StoreError`` `schemaTooOld` when
+    ///   an older Baton wrote it (a participant or `baton store init` upgrades it).
+    public static func openForReading(
+        directory: SharedDirectory, setupTimeout: Duration = defaultSetupTimeout, logger: Logger
+    ) throws -> SharedStore {
+        try open(
+            directory: directory, create: false, readOnly: true, setupTimeout: setupTimeout, faults: nil,
+            logger: logger)
     }
 
-    /// ``open(directory:create:busyTimeout:logger:)`` with test hooks (tests, chaos runs and
-    /// `baton participant --storage-fault-file` only), or read-only.
+    /// ``open(directory:create:busyTimeout:setupTimeout:logger:)`` with test hooks (tests, chaos
+    /// runs and `baton participant --storage-fault-file` only), or read-only.
     package static func open(
         directory: SharedDirectory, create: Bool = true, readOnly: Bool = false,
-        busyTimeout: Duration = .seconds(10), faults: StorageFaults?, logger: Logger
+        busyTimeout: Duration = .seconds(10), setupTimeout: Duration = defaultSetupTimeout,
+        faults: StorageFaults?, logger: Logger
     ) throws -> SharedStore {
         let path = directory.storePath
         /// Refuses a missing store beside an orphaned WAL, and (`create` false) a missing store.
@@ -138,7 +152,7 @@ public final class SharedStore: Sendable {
         try refuseLinkedStoreFiles(path)
         try refuseMissingStore()
         let setupLock = try FileLock(path: directory.setupLockPath, in: directory)
-        try setupLock.lock()
+        try setupLock.lock(timeout: setupTimeout)
         defer { setupLock.unlock() }
         try refuseLinkedStoreFiles(path)
         try refuseMissingStore()

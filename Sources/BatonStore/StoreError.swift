@@ -39,7 +39,7 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case storeFileChanged = "store_file_changed"
         /// The statement was interrupted (``SharedStore/interrupt()``) and its transaction rolled back.
         case interrupted
-        /// Another process held the store's write lock past the wait allowed.
+        /// Another process held the store's write lock, or `D/setup.lock`, past the wait allowed.
         case busy
         /// A store setting was given a value outside its range.
         case invalidSetting = "invalid_setting"

@@ -25,7 +25,7 @@ public final class UnfencedStore: Sendable, Hashable {
     }
 
     /// Opens the store in `directory` (creating and migrating it if needed) for writes outside
-    /// the lease. See ``SharedStore/open(directory:create:busyTimeout:logger:)``.
+    /// the lease. See ``SharedStore/open(directory:create:busyTimeout:setupTimeout:logger:)``.
     public static func open(
         directory: SharedDirectory, create: Bool = true, busyTimeout: Duration = .seconds(10), logger: Logger
     ) throws -> UnfencedStore {

@@ -85,8 +85,10 @@ struct NotesPairTests {
         #expect(!names.contains("too early"))
 
         for app in [host, share] { app.closeInput() }
-        #expect(try await host.wait(timeout: .seconds(60)).status == 0)
-        #expect(try await share.wait(timeout: .seconds(60)).status == 0)
+        let hostResult = try await host.wait(timeout: .seconds(60))
+        #expect(hostResult.status == 0, "\(hostResult.stderr)")
+        let shareResult = try await share.wait(timeout: .seconds(60))
+        #expect(shareResult.status == 0, "\(shareResult.stderr)")
         try await Self.expectSingleWriter(temp + "/d")
         await serve.send(SIGTERM)
         _ = try await serve.wait(timeout: .seconds(30))
@@ -121,8 +123,10 @@ struct NotesPairTests {
         }
 
         for app in [share, host] { app.closeInput() }
-        #expect(try await share.wait(timeout: .seconds(60)).status == 0)
-        #expect(try await host.wait(timeout: .seconds(60)).status == 0)
+        let shareResult = try await share.wait(timeout: .seconds(60))
+        #expect(shareResult.status == 0, "\(shareResult.stderr)")
+        let hostResult = try await host.wait(timeout: .seconds(60))
+        #expect(hostResult.status == 0, "\(hostResult.stderr)")
         try await Self.expectSingleWriter(temp + "/d")
         await serve.send(SIGTERM)
         _ = try await serve.wait(timeout: .seconds(30))

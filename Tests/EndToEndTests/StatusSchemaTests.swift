@@ -98,6 +98,15 @@ extension HeavyEndToEnd {
                 INSERT INTO sync_state (name, type, target, options, soupName, status)
                 VALUES ('sideways', 'syncSideways', '{}', '{}', 'accounts', 'done')
                 """)
+            // A process that is not Baton locks writer.lock: a POSIX lock from this one, beside the
+            // host's flock (the two kinds do not conflict on Linux).
+            let foreign = open(f.dir + "/writer.lock", O_RDWR | O_CLOEXEC)
+            #expect(foreign >= 0)
+            defer { close(foreign) }
+            var region = Glibc.flock()
+            region.l_type = Int16(F_WRLCK)
+            region.l_whence = Int16(SEEK_SET)
+            #expect(fcntl(foreign, F_SETLK, &region) == 0)
             let status = try await BatonProcess.run(["status", "--dir", f.dir, "--json"])
             #expect(status.status == 0, "\(status.stderr)")
             let shown = Self.paths(try JSONValue(parsing: status.stdout))

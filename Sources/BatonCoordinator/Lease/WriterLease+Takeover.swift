@@ -8,27 +8,63 @@ import Synchronization
 extension WriterLease {
     /// A lease taken over: from whom, and how it looked.
     public struct Takeover: Sendable, Hashable {
+        /// What the lock file's heartbeat record said of its holder.
+        public struct Recorded: Sendable, Hashable {
+            /// The holder's name in the lease history (nil when it had not recorded its epoch yet).
+            public var name: String?
+            /// The process id the record gives.
+            public var pid: Int32
+            /// Whether the record says the holder let go.
+            public var released: Bool
+
+            /// Makes the account of a record from its fields.
+            public init(name: String?, pid: Int32, released: Bool) {
+                self.name = name
+                self.pid = pid
+                self.released = released
+            }
+        }
+
         /// The epoch taken over.
         public var epoch: Int64
-        /// The old holder, from the lease history (nil when it had not recorded its epoch yet).
+        /// The old holder, from the lease history (nil when it had not recorded its epoch yet,
+        /// or the lock was held by a process the record does not name: ``lockHolders``).
         public var name: String?
-        /// The old holder's process id, from its heartbeat record or the lease history (nil when
-        /// neither said).
+        /// The old holder's process id: the kernel's holder of the lock when the record does not
+        /// name it, else from the heartbeat record or the lease history (nil when none said).
         public var pid: Int32?
         /// What the kernel said of the old holder when the takeover was decided. A takeover of a
         /// holder that was `running` is a false one: it was only slow to beat.
         public var holderState: ProcessState
         /// How long the holder had been silent.
         public var silentMillis: Double
+        /// The lock's holders as `/proc/locks` listed them, when they were not the holder the
+        /// record names (``WriterLockHolders/takenOverFrom(_:record:)``): a process that locked
+        /// `D/writer.lock` without being Baton. Empty when the kernel agreed with the record.
+        public var lockHolders: [LockHolder]
+        /// What the lock file's record said (nil when it had none that parsed).
+        public var recorded: Recorded?
 
         /// Makes the account of a takeover from its fields.
-        public init(epoch: Int64, name: String?, pid: Int32?, holderState: ProcessState, silentMillis: Double)
-        {
+        public init(
+            epoch: Int64, name: String?, pid: Int32?, holderState: ProcessState, silentMillis: Double,
+            lockHolders: [LockHolder] = [], recorded: Recorded? = nil
+        ) {
             self.epoch = epoch
             self.name = name
             self.pid = pid
             self.holderState = holderState
             self.silentMillis = silentMillis
+            self.lockHolders = lockHolders
+            self.recorded = recorded
+        }
+
+        /// The old holder in a sentence's words: its name, else what the kernel says of the
+        /// process that held the lock (`pid 1234 (flock D/writer.lock sleep 30)`), else its pid.
+        public var holderDescription: String {
+            if let name { return name }
+            if let first = lockHolders.first { return first.description }
+            return pid.map { "pid \($0)" } ?? "an unknown holder"
         }
     }
 
@@ -90,6 +126,10 @@ extension WriterLease {
             discard()
             return .moved
         }
+        // Who holds the lock file as the kernel says, while it still does: a process that is
+        // not the record's holder is named as the one taken over from.
+        let lockHolders = WriterLockHolders.takenOverFrom(
+            seen.generation.flatMap { LockHolders.current(of: $0) }, record: seen.record)
         let epoch = max(storeEpoch, heldEpoch) + 1
         // An earlier interval the silent holder never recorded the end of (it took the lease,
         // then froze before its first write) ends as its record says.
@@ -112,9 +152,10 @@ extension WriterLease {
                 discard()
                 return .moved
             }
-            let takeover = Takeover(
-                epoch: heldEpoch, name: holder?.name, pid: holderPid, holderState: seen.holderState,
-                silentMillis: Double(silentNanos / 100_000) / 10)
+            let takeover = Self.takeover(
+                of: seen, epoch: heldEpoch, historyName: holder?.name, pid: holderPid,
+                silentNanos: silentNanos,
+                lockHolders: lockHolders)
             let fence = LeaseFence(
                 store: store, epoch: epoch, holder: name, pid: getpid(), granted: acquired,
                 previous: storeEpoch,
@@ -133,6 +174,29 @@ extension WriterLease {
             discard()
             throw error
         }
+    }
+
+    /// The account of a takeover of the holding `seen` shows (`epoch`, named `historyName` in
+    /// the lease history, `pid` by its record or the history): from the kernel's `lockHolders`
+    /// when they are not the record's holder, with what the record said beside them.
+    static func takeover(
+        of seen: TakeoverWatch.Observation, epoch: Int64, historyName: String?, pid: Int32?,
+        silentNanos: UInt64,
+        lockHolders: [LockHolder]
+    ) -> Takeover {
+        let recorded = seen.record.map {
+            Takeover.Recorded(name: historyName, pid: $0.pid, released: $0.released > 0)
+        }
+        let silentMillis = Double(silentNanos / 100_000) / 10
+        guard let foreign = lockHolders.first else {
+            return Takeover(
+                epoch: epoch, name: historyName, pid: pid, holderState: seen.holderState,
+                silentMillis: silentMillis, recorded: recorded)
+        }
+        return Takeover(
+            epoch: epoch, name: nil, pid: foreign.knownPid,
+            holderState: foreign.knownPid.map { ProcessState.of($0) } ?? .unknown, silentMillis: silentMillis,
+            lockHolders: lockHolders, recorded: recorded)
     }
 
     /// Whether the holder still looks as it did: same file, same record (it neither beat nor let

@@ -26,15 +26,38 @@ struct NameClaim: Sendable {
         let path = directory.participantsPath + "/\(name).lock"
         let lock = try FileLock(path: path, in: directory)
         guard try lock.tryLock() else {
-            let pid =
-                FileLock.recorded(at: path)?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "unknown"
             throw CoordinatorError(
                 .nameInUse,
-                "participant '\(name)' is already running (pid \(pid)) in \(directory.path); stop it first or choose another --name"
-            )
+                inUse(
+                    name, in: directory, recorded: lock.recorded(),
+                    holders: lock.identity.flatMap { LockHolders.current(of: $0) }))
         }
         lock.record("\(getpid())\n")
         return lock
+    }
+
+    /// Why `name` cannot be taken: "participant 'host' is already running (pid 123) in D; …",
+    /// with the pid of the process that holds the name's lock file as the kernel says
+    /// (`holders`, from `/proc/locks`), and its command when the file's content (`recorded`,
+    /// the pid its Baton holder wrote) names another or none. With no holder from the kernel, the
+    /// recorded pid.
+    static func inUse(
+        _ name: String, in directory: SharedDirectory, recorded: String?, holders: [LockHolder]?
+    ) -> String {
+        let recordedPid = recorded.flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        let holder: String
+        if let first = holders?.first, let pid = first.knownPid {
+            holder =
+                pid == recordedPid
+                ? "pid \(pid)"
+                : "\(first.description), though its lock file records \(recordedPid.map { "pid \($0)" } ?? "no pid")"
+        } else if let first = holders?.first {
+            holder = first.description
+        } else {
+            holder = recordedPid.map { "pid \($0)" } ?? "pid unknown"
+        }
+        return
+            "participant '\(name)' is already running (\(holder)) in \(directory.path); stop it first or choose another --name"
     }
 
     /// After a rescan: if `participants/` was deleted or its lock file replaced, takes the name

@@ -65,12 +65,7 @@ public enum ParticipantEvent: Sendable, Hashable {
         case .leaseAcquired(let epoch, let waitMillis):
             return ["epoch": .int(epoch), "waitMs": .double((waitMillis * 10).rounded() / 10)]
         case .leaseTookOver(let epoch, let from):
-            return [
-                "epoch": .int(epoch), "from": .int(from.epoch),
-                "holder": from.name.map(JSONValue.string) ?? .null,
-                "holderPid": from.pid.map { .int(Int64($0)) } ?? .null,
-                "holderState": .string(from.holderState.rawValue), "silentMs": .double(from.silentMillis),
-            ]
+            return Self.takeoverFields(epoch: epoch, from)
         case .leaseReleased(let epoch, let reason, let releaseMillis):
             var fields: JSONObject = ["epoch": .int(epoch), "reason": .string(reason?.rawValue ?? "unused")]
             if let releaseMillis { fields["releaseMs"] = .double((releaseMillis * 10).rounded() / 10) }
@@ -104,5 +99,37 @@ public enum ParticipantEvent: Sendable, Hashable {
         case .problem(let text):
             return text.map { ["problem": .string($0)] } ?? [:]
         }
+    }
+}
+
+extension ParticipantEvent {
+    /// A takeover's log fields: the holder taken over from (`holder` is its name, or, for a
+    /// process the lock file's record does not name, `pid N (COMMAND)` with `lockHolders` as
+    /// `/proc/locks` listed them), and what the record said of its own holder (`record`).
+    static func takeoverFields(epoch: Int64, _ from: WriterLease.Takeover) -> JSONObject {
+        var fields: JSONObject = [
+            "epoch": .int(epoch), "from": .int(from.epoch),
+            "holder": from.name == nil && from.lockHolders.isEmpty ? .null : .string(from.holderDescription),
+            "holderPid": from.pid.map { .int(Int64($0)) } ?? .null,
+            "holderState": .string(from.holderState.rawValue), "silentMs": .double(from.silentMillis),
+        ]
+        if !from.lockHolders.isEmpty {
+            fields["lockHolders"] = .array(
+                from.lockHolders.map { holder in
+                    var object: JSONObject = [
+                        "pid": .int(Int64(holder.pid)), "kind": .string(holder.kind.rawValue),
+                        "access": .string(holder.access.rawValue),
+                    ]
+                    if let command = holder.command { object["command"] = .string(command) }
+                    return .object(object)
+                })
+        }
+        if let recorded = from.recorded {
+            fields["record"] = .object([
+                "holder": recorded.name.map(JSONValue.string) ?? .null, "pid": .int(Int64(recorded.pid)),
+                "released": .bool(recorded.released),
+            ])
+        }
+        return fields
     }
 }

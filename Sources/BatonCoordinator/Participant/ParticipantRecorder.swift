@@ -21,11 +21,12 @@ struct ParticipantRecorder: Sendable {
         case .leaseAcquired(let held, let waitMillis):
             if let takeover = held.takeover {
                 record(.leaseTookOver(epoch: held.epoch, from: takeover))
+                let pid = takeover.pid.map(String.init) ?? "?"
                 logger.warning(
                     "took the writer lease over from a holder that stopped renewing it",
                     metadata: [
                         "baton.holder":
-                            "\(takeover.name ?? "?") (pid \(takeover.pid.map(String.init) ?? "?"))",
+                            "\(takeover.name.map { "\($0) (pid \(pid))" } ?? takeover.holderDescription)",
                         "baton.holderState": "\(takeover.holderState.rawValue)",
                     ])
             }

@@ -45,14 +45,15 @@ public struct DirectoryWatcher: Sendable {
     }
 
     /// Waits until `condition` holds, re-checking it on every event that `relevant` accepts
-    /// (never polling); false after `timeout`. The watch starts before the first check, so no
-    /// change is missed. A check that touches the watched directories itself (opening the store
+    /// (never polling); false once `timeout` has passed since the call (the checks' own time
+    /// included). The watch starts before the first check, so no change is missed. A check that touches the watched directories itself (opening the store
     /// touches files in the root) must leave its own events out with `relevant`, or it would
     /// wake itself.
     public func wait(
         timeout: Duration, relevant: @escaping @Sendable (Event) -> Bool = { _ in true },
         until condition: @escaping @Sendable () -> Bool
     ) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
         let events = try events()
         if condition() { return true }
         return await withTaskGroup(of: Bool.self) { group in
@@ -62,7 +63,7 @@ public struct DirectoryWatcher: Sendable {
             }
             group.addTask {
                 // Cancelled when the read wins the race: nothing to report.
-                try? await Task.sleep(for: timeout)
+                try? await Task.sleep(until: deadline, clock: .continuous)
                 return false
             }
             let first = await group.next() ?? false

@@ -34,17 +34,46 @@ public struct CoordinatorSnapshot {
     public var unreadableSyncs: [UnreadableSync]
     /// The shared directory's path, as given.
     var directory: String
+    /// The processes that hold `D/writer.lock` without being a participant or the lease holder
+    /// its record names (``WriterLockHolders/foreign(_:record:participantPids:)``).
+    public var foreignWriterLockHolders: [LockHolder] = []
 
-    public static func read(_ path: String) throws -> CoordinatorSnapshot {
+    /// Reads the directory at `path`: its participants' files, the writer lock file (and who
+    /// holds it, from `/proc/locks`) and, when there is a store, the lease history and the syncs.
+    ///
+    /// - Parameter setupTimeout: how long to wait for `D/setup.lock` to open the store.
+    /// - Throws: ``StoreError`` `busy` when another process held `D/setup.lock` (or the store's
+    ///   write lock while it was opened) past the wait: the message names it.
+    public static func read(_ path: String, setupTimeout: Duration = SharedStore.defaultSetupTimeout) throws
+        -> CoordinatorSnapshot
+    {
         let shared = try SharedDirectory(path: path, create: false)
+        var snapshot = try readFiles(shared, path: path, setupTimeout: setupTimeout)
+        let holders = FileIdentity.of(shared.writerLockPath).flatMap { LockHolders.current(of: $0) } ?? []
+        snapshot.foreignWriterLockHolders = WriterLockHolders.foreign(
+            holders, record: snapshot.heartbeat,
+            participantPids: Set(snapshot.participants.filter(\.isAlive).map(\.pid)))
+        return snapshot
+    }
+
+    /// The snapshot of the participants' files, the lock file's record and the store.
+    private static func readFiles(_ shared: SharedDirectory, path: String, setupTimeout: Duration) throws
+        -> CoordinatorSnapshot
+    {
         let participants = ParticipantStatus.readAll(in: shared)
         let heartbeat = HeartbeatRecord.read(at: shared.writerLockPath)
         let now = MonotonicClock.nanos()
         let age = heartbeat.map { now >= $0.beat ? Double((now - $0.beat) / 100_000) / 10 : 0 }
-        guard
-            let store = try? SharedStore.openForReading(
-                directory: shared, logger: .init(label: "baton.status"))
-        else {
+        let store: SharedStore
+        do {
+            store = try SharedStore.openForReading(
+                directory: shared, setupTimeout: setupTimeout,
+                logger: .init(label: "baton.status"))
+        } catch let error as StoreError where error.code == .busy {
+            throw error
+        } catch {
+            // No store yet (or none that opens): the participants' files and the lock file say
+            // what there is to say.
             return CoordinatorSnapshot(
                 writer: nil, participants: participants, heartbeat: heartbeat, heartbeatAgeMillis: age,
                 syncCounts: [:], syncStatuses: [:], unreadableSyncs: [], directory: path)
@@ -141,6 +170,16 @@ extension CoordinatorSnapshot: Encodable {
         var participants: [Participant]
         var syncs: [String: Int]
         var unreadableSyncs: [UnreadableSync]
+        var foreignWriterLockHolders: [ForeignHolder]
+
+        /// A process that holds `D/writer.lock` without being a participant.
+        struct ForeignHolder: Encodable {
+            var pid: Int32
+            var kind: String
+            var access: String
+            var command: String?
+            var problem: String
+        }
 
         init(_ snapshot: CoordinatorSnapshot) {
             writer = snapshot.writer.map {
@@ -156,10 +195,17 @@ extension CoordinatorSnapshot: Encodable {
             }
             syncs = snapshot.syncCounts
             unreadableSyncs = snapshot.unreadableSyncs
+            foreignWriterLockHolders = snapshot.foreignWriterLockHolders.map {
+                ForeignHolder(
+                    pid: $0.pid, kind: $0.kind.rawValue, access: $0.access.rawValue, command: $0.command,
+                    problem: snapshot.foreignHolderProblem($0))
+            }
         }
 
         /// The writer is `null` when there is none (not left out), so a script can test it.
-        enum CodingKeys: String, CodingKey { case writer, leaseTermMs, participants, syncs, unreadableSyncs }
+        enum CodingKeys: String, CodingKey {
+            case writer, leaseTermMs, participants, syncs, unreadableSyncs, foreignWriterLockHolders
+        }
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(writer, forKey: .writer)
@@ -167,6 +213,9 @@ extension CoordinatorSnapshot: Encodable {
             try container.encode(participants, forKey: .participants)
             try container.encode(syncs, forKey: .syncs)
             if !unreadableSyncs.isEmpty { try container.encode(unreadableSyncs, forKey: .unreadableSyncs) }
+            if !foreignWriterLockHolders.isEmpty {
+                try container.encode(foreignWriterLockHolders, forKey: .foreignWriterLockHolders)
+            }
         }
     }
 }
@@ -223,6 +272,9 @@ extension CoordinatorSnapshot {
                 ],
                 rows: rows)
         }
+        for holder in snapshot.foreignWriterLockHolders {
+            lines.append("problem: \(snapshot.foreignHolderProblem(holder))")
+        }
         for p in snapshot.participants {
             if let problem = p.problem { lines.append("problem: \(p.name): \(problem)") }
             for retry in p.retrying { lines.append("retrying: \(p.name): \(retry.summary)") }
@@ -250,6 +302,14 @@ extension CoordinatorSnapshot {
         let file = (directory.hasSuffix("/") ? directory : directory + "/") + "lifecycle/\(participant.name)"
         return
             "\(file) \(refused.reason) (at \(time)); \(participant.name) stays \(participant.lifecycle.rawValue) until the file holds foreground or background"
+    }
+
+    /// "D/writer.lock is held by pid 1234 (flock D/writer.lock sleep 30), which is not a Baton
+    /// participant; …".
+    func foreignHolderProblem(_ holder: LockHolder) -> String {
+        let file = (directory.hasSuffix("/") ? directory : directory + "/") + "writer.lock"
+        return
+            "\(file) is held by \(holder.description), which is not a Baton participant: no participant can take the lease while it holds the lock (a waiting one takes it over once a lease term passes without a heartbeat)"
     }
 
     static func seconds(_ millis: Double) -> String {

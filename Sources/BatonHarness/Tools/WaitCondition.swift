@@ -1,4 +1,5 @@
 import BatonCoordinator
+import BatonLocking
 import BatonStore
 import Foundation
 
@@ -72,12 +73,17 @@ public enum WaitCondition: Sendable, Equatable {
     /// directory at `path`; false after `timeout`.
     ///
     /// - Throws: `directoryUnavailable` when there is no shared directory at `path` (a wait
-    ///   never creates one: a mistyped path would wait out its timeout for nothing).
+    ///   never creates one: a mistyped path would wait out its timeout for nothing); `busy`,
+    ///   naming the holder, when the timeout passed while another process held `D/setup.lock`,
+    ///   so the store could not be read.
     public func wait(in path: String, timeout: Duration) async throws -> Bool {
         let shared = try SharedDirectory(path: path, create: false)
         for sub in [shared.lifecyclePath, shared.participantsPath] { try shared.ensureSubdirectory(sub) }
+        let deadline = ContinuousClock.now + timeout
+        // A check waits for D/setup.lock at most for what is left of the timeout.
+        let left: @Sendable () -> Duration = { max(.zero, deadline - ContinuousClock.now) }
         let lease: Bool
-        let check: @Sendable () -> Bool
+        let check: @Sendable () throws -> Bool
         switch self {
         case .epoch, .takeover, .release:
             lease = true
@@ -86,29 +92,54 @@ public enum WaitCondition: Sendable, Equatable {
             case .takeover(let from?), .release(let from?):
                 start = LeaseView(latestEpoch: from, latestReleased: false, intervals: [], record: nil)
             default:
-                start = LeaseView.read(shared, from: nil)
+                start = try LeaseView.read(shared, from: nil, setupTimeout: left())
             }
             let condition = self
-            check = { condition.holds(in: LeaseView.read(shared, from: start.latestEpoch), since: start) }
+            check = {
+                condition.holds(
+                    in: try LeaseView.read(shared, from: start.latestEpoch, setupTimeout: left()),
+                    since: start)
+            }
         default:
             lease = false
             let condition = self
-            check = { (try? CoordinatorSnapshot.read(path)).map(condition.holds) ?? false }
+            check = { condition.holds(in: try CoordinatorSnapshot.read(path, setupTimeout: left())) }
         }
+        // The last check's failure to open the store because another process held a lock: a
+        // wait that times out meanwhile fails with it (it names the holder).
+        let blocked = Locked<StoreError?>(nil)
         // In the root only the change doorbell (and, for the lease, its lock file) matters: the
         // store files and setup.lock change when a check opens the store, and must not wake the
         // wait again.
-        return try await DirectoryWatcher(root: shared.path, subdirectories: ["lifecycle", "participants"])
-            .wait(
-                timeout: timeout,
-                relevant: { event in
-                    guard case .changed(let directory, let name) = event else { return true }
-                    switch directory {
-                    case "": return name == "changes" || (lease && name == "writer.lock")
-                    case "participants": return ParticipantStatus.isStatusFile(name, in: shared)
-                    default: return true
-                    }
-                }, until: check)
+        let met = try await DirectoryWatcher(
+            root: shared.path, subdirectories: ["lifecycle", "participants"]
+        )
+        .wait(
+            timeout: timeout,
+            relevant: { event in
+                guard case .changed(let directory, let name) = event else { return true }
+                switch directory {
+                case "": return name == "changes" || (lease && name == "writer.lock")
+                case "participants": return ParticipantStatus.isStatusFile(name, in: shared)
+                default: return true
+                }
+            },
+            until: {
+                do {
+                    let met = try check()
+                    blocked.withLock { $0 = nil }
+                    return met
+                } catch let error as StoreError where error.code == .busy {
+                    blocked.withLock { $0 = error }
+                    return false
+                } catch {
+                    // A directory being set up (no store yet, a participant's file half
+                    // made) does not hold the condition; the next change checks again.
+                    return false
+                }
+            })
+        if !met, let error = blocked.withLock({ $0 }) { throw error }
+        return met
     }
 }
 
@@ -125,10 +156,25 @@ struct LeaseView: Sendable {
 
     /// Reads the lock file and the history from epoch `from` (only the latest interval when nil).
     /// A store that cannot be read yet (none, or being created) counts as an empty history.
-    static func read(_ shared: SharedDirectory, from: Int64?) -> LeaseView {
+    ///
+    /// - Throws: ``StoreError`` `busy` when another process held `D/setup.lock` past
+    ///   `setupTimeout` (the message names it).
+    static func read(
+        _ shared: SharedDirectory, from: Int64?, setupTimeout: Duration = SharedStore.defaultSetupTimeout
+    ) throws -> LeaseView {
         let record = HeartbeatRecord.read(at: shared.writerLockPath)
-        let store = try? SharedStore.openForReading(
-            directory: shared, logger: .init(label: "baton.wait"))
+        let store: SharedStore?
+        do {
+            store = try SharedStore.openForReading(
+                directory: shared, setupTimeout: setupTimeout,
+                logger: .init(label: "baton.wait"))
+        } catch let error as StoreError where error.code == .busy {
+            throw error
+        } catch {
+            // No store yet, or one being created: an empty history (the doc comment above).
+            store = nil
+        }
+        // A history that cannot be read yet (a store just created) is empty, as above.
         let history =
             (try? store?.read { reader -> [LeaseRecord] in
                 let latest = max(record?.epoch ?? 0, try reader.leaseEpoch())

@@ -53,6 +53,32 @@ public final class FileLock: Sendable {
         }
     }
 
+    /// Takes the exclusive lock, waiting at most `timeout` for whoever holds it to let go
+    /// (trying again after 1 ms, then twice as long each time, up to 20 ms between tries).
+    ///
+    /// - Throws: ``StoreError`` with code `busy` once `timeout` has passed, naming the path and
+    ///   the holder as `/proc/locks` says (its pid and command line).
+    public func lock(timeout: Duration) throws {
+        let deadline = ContinuousClock.now + timeout
+        var pause = Duration.milliseconds(1)
+        while try !tryLock() {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else {
+                let holders = identity.flatMap { LockHolders.current(of: $0) }
+                let seconds = (timeout.inMilliseconds / 100).rounded() / 10
+                throw StoreError(
+                    .busy,
+                    "\(path) is \(LockHolders.heldBy(holders)), which did not let it go within \(seconds)s; stop that process or wait for it and try again"
+                )
+            }
+            let nanos = min(pause, left).inNanoseconds
+            var wait = timespec(tv_sec: Int(nanos / 1_000_000_000), tv_nsec: Int(nanos % 1_000_000_000))
+            // A signal that cuts the pause short only makes the next try come sooner.
+            _ = nanosleep(&wait, nil)
+            pause = min(pause * 2, .milliseconds(20))
+        }
+    }
+
     /// Takes the exclusive lock if it is free; returns false at once if someone else holds it.
     public func tryLock() throws -> Bool {
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {

@@ -81,7 +81,7 @@ extension SharedStore {
     /// outside the lease, as a migration is. Returns the tables whose guards were restored.
     public func restoreWriteGuards() throws -> [String] {
         let setupLock = try FileLock(path: directory.setupLockPath, in: directory)
-        try setupLock.lock()
+        try setupLock.lock(timeout: SharedStore.defaultSetupTimeout)
         defer { setupLock.unlock() }
         do {
             return try connections().write { db in

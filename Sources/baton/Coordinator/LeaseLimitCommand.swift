@@ -29,7 +29,7 @@ extension LeaseCommand {
         }
 
         func run() async throws {
-            let store = try directory.openStore(create: false)
+            let store = try directory.openStore(create: false, setupTimeout: lease.setupTimeout)
             if let intervals {
                 try await lease.write(store, tool: "lease-limit") { try $0.setLeaseHistoryLimit(intervals) }
             }

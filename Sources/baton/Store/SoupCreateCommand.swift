@@ -18,7 +18,7 @@ extension StoreSoupCommand {
             let specs = try indexes.map(IndexSpec.init(parsing:))
             let name = self.name
             try Names.validate(name, what: "soup name")
-            let store = try directory.openStore(create: true)
+            let store = try directory.openStore(create: true, setupTimeout: lease.setupTimeout)
             // A soup that has every index asked for already is a read: no lease, no commit.
             let existing = try await store.read { try $0.soupIfExists(name) }
             if let existing,

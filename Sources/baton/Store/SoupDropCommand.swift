@@ -9,7 +9,7 @@ extension StoreSoupCommand {
         @Argument(help: "The soup's name.") var name: String
 
         func run() async throws {
-            let store = try directory.openStore(create: false)
+            let store = try directory.openStore(create: false, setupTimeout: lease.setupTimeout)
             let name = self.name
             try await lease.write(store, tool: "soup-drop", check: { _ = try $0.soup(name) }) {
                 try $0.dropSoup(name)

@@ -43,7 +43,7 @@ struct StoreUpsertCommand: AsyncParsableCommand {
             }
         }
         let upsert = RecordUpsert(soup: soup, externalIdPath: externalId, markLocal: local)
-        let store = try directory.openStore(create: false)
+        let store = try directory.openStore(create: false, setupTimeout: lease.setupTimeout)
         let check: (StoreReader) throws -> Void = { try upsert.check(parsed, in: $0) }
         let count = try await lease.write(store, tool: "store-upsert", check: check) { transaction in
             try upsert.write(parsed, in: transaction)

@@ -11,13 +11,16 @@ struct DirectoryOptions: ParsableArguments {
     )
     var dir: String
 
-    /// Opens the store; `create: false` refuses a directory with no store yet.
-    func openStore(create: Bool, busyTimeout: Duration = .seconds(10), label: String = "baton") throws
-        -> SharedStore
-    {
+    /// Opens the store; `create: false` refuses a directory with no store yet. Fails (naming the
+    /// holder) when another process holds `D/setup.lock` for longer than `setupTimeout`.
+    func openStore(
+        create: Bool, busyTimeout: Duration = .seconds(10),
+        setupTimeout: Duration = SharedStore.defaultSetupTimeout, label: String = "baton"
+    ) throws -> SharedStore {
         let directory = try SharedDirectory(path: dir, create: create)
         return try SharedStore.open(
-            directory: directory, create: create, busyTimeout: busyTimeout, logger: Logger(label: label))
+            directory: directory, create: create, busyTimeout: busyTimeout, setupTimeout: setupTimeout,
+            logger: Logger(label: label))
     }
 
     /// Opens the store to read only: nothing in D is created or committed.

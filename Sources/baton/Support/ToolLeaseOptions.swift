@@ -12,13 +12,19 @@ import Logging
 /// the lease, for an empty store or a repair; `baton lease check` then reports the commit, and
 /// flags it when a participant held the lease at the time.
 struct ToolLeaseOptions: ParsableArguments {
-    @Option(help: "Seconds to wait for the writer lease while a participant holds it.")
+    @Option(
+        help:
+            "Seconds to wait for the writer lease while a participant holds it (and, before that, for D/setup.lock while another process opens the store)."
+    )
     var timeout: Double = 30
     @Flag(
         help:
             "Write without taking the writer lease (an empty store, or a repair while no participant runs); lease check reports such commits."
     )
     var unleased = false
+
+    /// How long opening the store waits for `D/setup.lock`: `--timeout` too.
+    var setupTimeout: Duration { .milliseconds(Int64(timeout * 1000)) }
 
     func validate() throws {
         guard timeout > 0, timeout <= 86_400 else {
