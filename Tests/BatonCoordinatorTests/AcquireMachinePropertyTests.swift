@@ -16,6 +16,10 @@ struct AcquireSimulation {
     let handle: Handle
     var random: SplitMix64
     let term: Duration = .milliseconds(200)
+    /// Each run's frozen-holder policy: thaw or kill, at once or after up to 60 ms (the wait
+    /// policy never acts, and the event-sequence tests cover it).
+    let frozenHolder: FrozenHolder
+    var policyRandom: SplitMix64
     let interval: Duration = .milliseconds(100)
     let firstLook: UInt64
     let base = ContinuousClock.now
@@ -35,6 +39,12 @@ struct AcquireSimulation {
     var holding = false
     var reported: WriterLease.Blocked?
     var watching = false
+    /// A takeover was held up, and the machine has not read the clock since.
+    var blockedUnread = false
+    /// The clock the machine read first after a takeover was held up, and when the frozen
+    /// holder's policy last acted.
+    var blockedClock: UInt64?
+    var unfrozeClock: UInt64?
 
     // What the machine was told, to judge what it asks next.
     var lastEvent: Acquire.Event?
@@ -59,10 +69,16 @@ struct AcquireSimulation {
     init(seed: UInt64, handle: @escaping Handle = { $0.handle($1) }) {
         random = SplitMix64(seed: seed)
         self.handle = handle
+        // Drawn from a generator of their own, so the rest of the run is what it was before.
+        var policyRandom = SplitMix64(seed: seed ^ 0x5EED)
+        frozenHolder = FrozenHolder(
+            policy: policyRandom.chance(0.5) ? .thaw : .kill,
+            bound: policyRandom.chance(0.5) ? .zero : .milliseconds(policyRandom.int(1...60)))
+        self.policyRandom = policyRandom
         deadline = random.chance(0.4) ? base + .milliseconds(random.int(20...1_500)) : nil
         machine = Acquire(
             now: acquireStart, term: term, firstLook: .milliseconds(20), interval: interval,
-            deadline: deadline)
+            deadline: deadline, frozenHolder: frozenHolder)
         firstLook = acquireStart + 20 * ms
         shadow = TakeoverWatch(defaultTerm: term)
     }
@@ -165,6 +181,14 @@ extension AcquireSimulation {
             checkTakeover(Acquire.Pursuit(observation: observation, silentNanos: silent), pursued: pursued)
         case .report(let blocked):
             check(blocked != reported, "reports \(String(describing: blocked)) again")
+        case .unfreeze(let pid, let policy):
+            check(pid == 42 && policy == frozenHolder.policy, "acts on pid \(pid) by \(policy)")
+            guard case .clock(let at) = lastEvent, let since = unfrozeClock ?? blockedClock else {
+                check(false, "acts on a frozen holder without timing the block")
+                break
+            }
+            check(
+                at - since >= UInt64(frozenHolder.bound.inNanoseconds), "acts before the bound passed")
         case .begin:
             check(inHand?.stillAtPath == true, "begins on no lock, or a lock on a replaced file")
             if inHand?.granted == true {
@@ -289,6 +313,10 @@ extension AcquireSimulation {
         case .readClock:
             tick(upTo: 30)
             latestTime = max(latestTime, now)
+            if blockedUnread {
+                blockedUnread = false
+                if blockedClock == nil { blockedClock = now }
+            }
             return .clock(now)
         case .readDeadlineClock:
             tick(upTo: 5)
@@ -302,6 +330,10 @@ extension AcquireSimulation {
         case .report(let blocked):
             reported = blocked
             if blocked != nil { seen.insert("reported") }
+        case .unfreeze:
+            seen.insert("unfroze")
+            unfrozeClock = now
+            return .unfroze(policyRandom.chance(0.7) ? "resumed it (SIGCONT)" : nil)
         case .begin:
             inHand = nil
             if random.chance(0.03) { return fail() }
@@ -375,18 +407,22 @@ extension AcquireSimulation {
     mutating func takeOver(_ takeover: Acquire.Pursuit) -> Acquire.Event {
         verdict = nil
         heldUp = nil
+        blockedUnread = false
         switch random.int(0...19) {
         case 0...5:
+            (blockedClock, unfrozeClock) = (nil, nil)
             holding = true
             seen.insert("taken over")
             return .takeover(.taken)
         case 6...10:
+            (blockedClock, unfrozeClock) = (nil, nil)
             return .takeover(.moved)
         case 11...18:
             heldUp = takeover
             var blocked = WriterLease.Blocked(
                 name: "host", pid: 42, holderState: .stopped, message: "stopped")
             if random.chance(0.3) { blocked.holderState = .hung }
+            blockedUnread = true
             return .takeover(.blocked(blocked))
         default:
             return fail()
@@ -427,7 +463,7 @@ struct AcquireMachinePropertyTests {
         // The runs went everywhere the rules do.
         for reached in [
             "held", "cancelled", "timedOut", "failed", "holding back", "granted", "taken over", "pursuing",
-            "reported", "reused", "new lock file", "out of turn",
+            "reported", "reused", "new lock file", "out of turn", "unfroze",
         ] {
             #expect(seen.contains(reached), "no run reached \(reached)")
         }

@@ -14,10 +14,14 @@ let acquireStart: UInt64 = 10_000 * ms
 extension AcquireMachine {
     /// A machine started at `acquireStart`: term 2 s (a quarter: 500 ms), first look after 20 ms,
     /// holding back for 100 ms at a time.
-    static func make(deadline: ContinuousClock.Instant? = nil, term: Duration = .seconds(2)) -> Acquire {
+    /// The frozen-holder policy is `wait` unless given.
+    static func make(
+        deadline: ContinuousClock.Instant? = nil, term: Duration = .seconds(2),
+        frozenHolder: FrozenHolder = FrozenHolder(policy: .wait)
+    ) -> Acquire {
         Acquire(
             now: acquireStart, term: term, firstLook: .milliseconds(20), interval: .milliseconds(100),
-            deadline: deadline)
+            deadline: deadline, frozenHolder: frozenHolder)
     }
 
     /// Feeds each event in order and expects the action that answers it.
@@ -32,8 +36,10 @@ extension AcquireMachine {
 
     /// Busy on the first probe and the next, waiting in the kernel on `lockFile1`, the first look
     /// not due yet: asleep.
-    static func waiting(deadline: ContinuousClock.Instant? = nil) -> Acquire {
-        var machine = make(deadline: deadline)
+    static func waiting(
+        deadline: ContinuousClock.Instant? = nil, frozenHolder: FrozenHolder = FrozenHolder(policy: .wait)
+    ) -> Acquire {
+        var machine = make(deadline: deadline, frozenHolder: frozenHolder)
         machine.expect([
             .mayTry(true): .probe(reuseKept: false),
             .probed(.busy(lockFile1)): .watchChanges,
@@ -324,6 +330,79 @@ struct AcquireMachineTests {
             .done: .finish(.held),
         ])
         #expect(machine.reported == nil)
+    }
+
+    @Test(
+        "thaw or kill: a holder stopped or frozen inside its transaction past the bound is acted on, then the takeover goes through",
+        arguments: [FrozenHolder.Policy.thaw, .kill], [ProcessState.stopped, .hung])
+    func frozenHolderActedOn(policy: FrozenHolder.Policy, state: ProcessState) {
+        var machine = Acquire.waiting(frozenHolder: FrozenHolder(policy: policy, bound: .seconds(1)))
+        let frozen = machine.lookUntilSilent()
+        var blocked = heldUp
+        blocked.holderState = state
+        let pursued = Acquire.Action.takeOver(frozen, silentNanos: 2_000 * ms, pursued: true)
+        let round: KeyValuePairs<Acquire.Event, Acquire.Action> = [
+            .woke: .beginRound, .mayTry(true): .takeGrant, .notGranted: .lookAtLockFile,
+            .lockFile(lockFile1): pursued,
+        ]
+        let t0 = acquireStart + 520 * ms
+        machine.expect([
+            .holderObserved(frozen): .takeOver(frozen, silentNanos: 2_000 * ms, pursued: false),
+            // Held up: the block is timed from here, and reported.
+            .takeover(.blocked(blocked)): .readClock,
+            .clock(t0): .report(blocked),
+            .done: .sleep(.milliseconds(500)),
+        ])
+        machine.expect(round)
+        // Within the bound: nothing done, nothing new to report.
+        machine.expect([
+            .takeover(.blocked(blocked)): .readClock, .clock(t0 + 600 * ms): .sleep(.milliseconds(500)),
+        ])
+        machine.expect(round)
+        // Past it: the policy acts on the holder, and the report says what was done.
+        let acted = blocked.acted(on: "done it", policy: policy, after: .seconds(1))
+        machine.expect([
+            .takeover(.blocked(blocked)): .readClock,
+            .clock(t0 + 1_100 * ms): .unfreeze(pid: 42, policy: policy),
+            .unfroze("done it"): .report(acted),
+            .done: .sleep(.milliseconds(500)),
+        ])
+        #expect(acted.message.contains("policy \(policy.rawValue): done it"))
+        machine.expect(round)
+        // Not again until another bound has passed.
+        machine.expect([.takeover(.blocked(blocked)): .readClock, .clock(t0 + 1_700 * ms): .report(blocked)])
+        machine.expect([.done: .sleep(.milliseconds(500))])
+        machine.expect(round)
+        machine.expect([
+            .takeover(.taken): .abandonKernelWait,
+            .done: .report(nil),
+            .done: .finish(.held),
+        ])
+    }
+
+    @Test(
+        "the policy never acts on a holder the kernel shows running, nor when the kernel names no such holder"
+    )
+    func frozenHolderNotActedOn() {
+        var machine = Acquire.waiting(frozenHolder: FrozenHolder(policy: .kill, bound: .zero))
+        let frozen = machine.lookUntilSilent()
+        var running = heldUp
+        running.holderState = .running
+        machine.expect([
+            .holderObserved(frozen): .takeOver(frozen, silentNanos: 2_000 * ms, pursued: false),
+            .takeover(.blocked(running)): .readClock,
+            .clock(acquireStart + 600 * ms): .report(running),
+            .done: .sleep(.milliseconds(500)),
+        ])
+        var other = Acquire.waiting(frozenHolder: FrozenHolder(policy: .thaw, bound: .zero))
+        let seen = other.lookUntilSilent()
+        other.expect([
+            .holderObserved(seen): .takeOver(seen, silentNanos: 2_000 * ms, pursued: false),
+            .takeover(.blocked(heldUp)): .readClock,
+            .clock(acquireStart + 600 * ms): .unfreeze(pid: 42, policy: .thaw),
+            // The kernel did not name pid 42 as a holder of the lock file: nothing was done.
+            .unfroze(nil): .report(heldUp),
+        ])
     }
 
     @Test("a block that changes is reported again; holding back keeps the pursuit for later")

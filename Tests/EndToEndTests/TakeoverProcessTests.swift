@@ -100,7 +100,7 @@ extension HeavyEndToEnd {
             #expect(try await f.wait(["--writer", "host"]))
             try await f.start(
                 "ext", role: "extension", lifecycle: "foreground", batchSize: 200,
-                extra: ["--lease-term", "1"])
+                extra: ["--lease-term", "1", "--frozen-holder", "wait"])
             try await f.waitForStatus("ext waiting") { $0.contains { $0.name == "ext" && $0.isWaiting } }
             try await f.waitForLog("host", "a committed page") { log in
                 (log.last { $0["event"] == "sync" }?["progress"]?.intValue ?? 0) >= 5
@@ -139,5 +139,103 @@ extension HeavyEndToEnd {
             try await f.finish()
             try await expectStrictAudit(f)
         }
+
+        /// How a writer is frozen inside its page transaction.
+        enum Freeze: String, CaseIterable, Sendable {
+            /// SIGSTOP (it stops itself inside the transaction).
+            case sigstop
+            /// The v1 cgroup freezer: stopped inside the transaction, moved into a freezer cgroup
+            /// that is frozen, then sent SIGCONT (the freezer keeps it from running).
+            case cgroupFreezer
+        }
+
+        static var freezerWritable: Bool { access(FreezerMount.path, W_OK) == 0 }
+
+        static var policyCases: [(String, Freeze)] {
+            ["thaw", "kill"].flatMap { policy in
+                Freeze.allCases.filter { $0 == .sigstop || freezerWritable }.map { (policy, $0) }
+            }
+        }
+
+        @Test(
+            "thaw or kill: a writer frozen inside a page transaction no longer wedges the store; the peer writes, the audit passes, the store equals the server",
+            arguments: policyCases)
+        func frozenHolderPolicy(_ policy: String, _ freeze: Freeze) async throws {
+            let f = try await CoordinatorFixture(records: 20_000)
+            try await f.client.adminSetFaults(["latencyMs": 50])
+            let faultFile = f.temp.path + "/fault"
+            let host = try await f.start(
+                "host", role: "host", lifecycle: "foreground", batchSize: 200,
+                extra: ["--lease-term", "1", "--storage-fault-file", faultFile])
+            #expect(try await f.wait(["--writer", "host"]))
+            try await f.start(
+                "ext", role: "extension", lifecycle: "foreground", batchSize: 200,
+                extra: ["--lease-term", "1", "--frozen-holder", policy, "--frozen-bound", "1"])
+            try await f.waitForStatus("ext waiting") { $0.contains { $0.name == "ext" && $0.isWaiting } }
+            try await f.waitForLog("host", "a committed page") { log in
+                (log.last { $0["event"] == "sync" }?["progress"]?.intValue ?? 0) >= 5
+            }
+            try Data("stop-in-transaction\n".utf8).write(
+                to: URL(fileURLWithPath: faultFile), options: .atomic)
+            var cgroup: String?
+            if freeze == .cgroupFreezer {
+                try await waitForState(host.pid, "T")
+                let path = FreezerMount.path + "/baton-test-\(host.pid)"
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+                cgroup = path
+                try Data("\(host.pid)\n".utf8).write(to: URL(fileURLWithPath: path + "/cgroup.procs"))
+                try Data("FROZEN\n".utf8).write(to: URL(fileURLWithPath: path + "/freezer.state"))
+                await host.send(SIGCONT)
+                // Frozen by the cgroup now, not stopped: the kernel shows it in uninterruptible sleep.
+                try await waitForState(host.pid, "D")
+            }
+            defer {
+                if let cgroup {
+                    // Thawed and emptied, so the directory can go (a test left behind must not).
+                    try? Data("THAWED\n".utf8).write(to: URL(fileURLWithPath: cgroup + "/freezer.state"))  // gone: nothing to thaw
+                    rmdir(cgroup)
+                }
+            }
+            // The peer acts once the bound has passed, says so, and gets the lease: by the
+            // takeover, or (a killed holder's lock freed by the kernel) granted.
+            try await f.waitForLog("ext", "the policy acting") { log in
+                log.contains { ($0["problem"]?.stringValue ?? "").contains("policy \(policy):") }
+            }
+            try await f.waitForLog("ext", "the lease") { log in
+                log.contains { $0["event"] == "lease.takeover" || $0["event"] == "lease.acquired" }
+            }
+            if policy == "kill" {
+                let result = try await host.wait(timeout: .seconds(30))
+                #expect(result.status != 0, "the host was killed")
+            } else {
+                try await f.waitForLog("host", "the fenced release") { log in
+                    log.contains { $0["event"] == "lease.released" && $0["reason"] == "fenced" }
+                }
+            }
+            #expect(try await f.wait(["--sync", "accounts=done"], timeout: 120))
+            let info = try await f.storeInfo()
+            #expect(info.value(atPath: "soups")?.arrayValue?.first?.value(atPath: "count") == 20_000)
+            try await f.finish()
+            try await expectStrictAudit(f)
+        }
+
+        /// Waits until the kernel shows `pid` in `state` (the third field of /proc/PID/stat).
+        func waitForState(_ pid: Int32, _ state: String) async throws {
+            for _ in 0..<1_000 {
+                let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""  // gone: not yet
+                if let close = stat.lastIndex(of: ")"),
+                    stat[stat.index(after: close)...].dropFirst().hasPrefix(state)
+                {
+                    return
+                }
+                try await Task.sleep(for: .milliseconds(10))  // wait-ok: polls /proc, which has no event
+            }
+            Issue.record("pid \(pid) never showed state \(state)")
+        }
     }
+}
+
+/// Where the v1 cgroup freezer is mounted.
+enum FreezerMount {
+    static let path = "/sys/fs/cgroup/freezer"
 }

@@ -98,6 +98,9 @@ package struct AcquireMachine: Sendable {
         case holderObserved(TakeoverWatch.Observation)
         /// To ``Action/takeOver(_:silentNanos:pursued:)``.
         case takeover(TakeoverResult)
+        /// To ``Action/unfreeze(pid:policy:)``: what was done, as a phrase (nil: nothing, the
+        /// kernel named no such holder).
+        case unfroze(String?)
         /// To ``Action/begin``: the holding has begun.
         case began
         /// To ``Action/sleep(_:)``.
@@ -140,6 +143,9 @@ package struct AcquireMachine: Sendable {
         case takeOver(TakeoverWatch.Observation, silentNanos: UInt64, pursued: Bool)
         /// Tell `onBlocked` (nil: the block is over).
         case report(WriterLease.Blocked?)
+        /// Carry out the frozen-holder policy on `pid`, a holder of `D/writer.lock` stopped or
+        /// frozen inside a write transaction (``Event/unfroze(_:)``).
+        case unfreeze(pid: Int32, policy: FrozenHolder.Policy)
         /// Start the holding on the lock in hand (``Event/began``).
         case begin
         /// Release the lock in hand.
@@ -167,6 +173,7 @@ package struct AcquireMachine: Sendable {
         case round, holdingBack, takingGrant, confirming, unlocked
         case lookingAtLockFile, preparingProbe, probing, startingWait
         case readingClock, observing, takingOver(Pursuit), reporting
+        case timingBlock(WriterLease.Blocked), unfreezing(WriterLease.Blocked)
         case readingDeadline, sleeping, beginning
         case ending(Ending), finished(Ending)
     }
@@ -184,6 +191,8 @@ package struct AcquireMachine: Sendable {
     package let interval: Duration
     /// When to give up (nil: never).
     package let deadline: ContinuousClock.Instant?
+    /// What to do about a holder frozen inside a write transaction.
+    package let frozenHolder: FrozenHolder
 
     private(set) var step: Step = .firstMayTry
     /// The action asked last (first: `mayTry`): the question an event out of turn leaves standing.
@@ -202,6 +211,10 @@ package struct AcquireMachine: Sendable {
     package private(set) var reported: WriterLease.Blocked?
     /// The last round's `mayTry` said no.
     package private(set) var holdingBack = false
+    /// When the takeover was first held up by the holder's write transaction (monotonic ns).
+    package private(set) var blockedSince: UInt64?
+    /// When the frozen-holder policy last acted (monotonic ns).
+    package private(set) var lastUnfreeze: UInt64?
     /// How long this round sleeps at most.
     private var wait: Duration = .zero
     private var watch: TakeoverWatch
@@ -215,10 +228,12 @@ package struct AcquireMachine: Sendable {
     ///     when that is shorter).
     ///   - interval: while holding back, the longest a round sleeps.
     ///   - deadline: when to give up; nil waits forever.
+    ///   - frozenHolder: what to do about a holder frozen inside a write transaction.
     package init(
         now: UInt64, term: Duration, firstLook: Duration, interval: Duration,
-        deadline: ContinuousClock.Instant? = nil
+        deadline: ContinuousClock.Instant? = nil, frozenHolder: FrozenHolder = .standard
     ) {
+        self.frozenHolder = frozenHolder
         self.term = term
         self.firstLookDelay = min(firstLook, term / 4)
         self.firstLook = now &+ UInt64(max(0, firstLookDelay.inNanoseconds))
@@ -285,6 +300,11 @@ package struct AcquireMachine: Sendable {
             return decide(observation)
         case (.takingOver(let pursuit), .takeover(let result)):
             return tookOver(result, pursuit)
+        case (.timingBlock(let reason), .clock(let now)):
+            return timedBlock(reason, now: now)
+        case (.unfreezing(let reason), .unfroze(let done)):
+            guard let done else { return report(reason) }
+            return report(reason.acted(on: done, policy: frozenHolder.policy, after: frozenHolder.bound))
         case (.readingDeadline, .deadlineClock(let now)):
             guard let deadline, now < deadline else { return end(.timedOut) }
             return sleep(min(wait, deadline - now))
@@ -386,7 +406,10 @@ package struct AcquireMachine: Sendable {
         // A takeover held up by a holder frozen inside a write transaction is carried through
         // once it can be, even if the thawed holder beats again meanwhile: it was silent for a
         // term, and its next write fails its fence. A new lock file ends the pursuit.
-        if let pursuit, pursuit.observation.generation != lockFile { self.pursuit = nil }
+        if let pursuit, pursuit.observation.generation != lockFile {
+            self.pursuit = nil
+            (blockedSince, lastUnfreeze) = (nil, nil)
+        }
         guard let pursuit else { return ask(.observeHolder(lockFile), then: .observing) }
         self.pursuit = nil
         return ask(
@@ -410,14 +433,33 @@ package struct AcquireMachine: Sendable {
         case .taken:
             return end(.held)
         case .moved:
+            (blockedSince, lastUnfreeze) = (nil, nil)
             return settle(sleeping: Self.afterMove)
         case .blocked(let reason):
             pursuit = decided
             wait = term / 4
-            guard reported != reason else { return settle() }
-            reported = reason
-            return ask(.report(reason), then: .reporting)
+            guard frozenHolder.policy == .wait else { return ask(.readClock, then: .timingBlock(reason)) }
+            return report(reason)
         }
+    }
+
+    /// A takeover held up by a holder stopped or frozen inside its write transaction for the
+    /// policy's bound (since the first block, or since the policy last acted): the policy acts.
+    private mutating func timedBlock(_ reason: WriterLease.Blocked, now: UInt64) -> Action {
+        let since = blockedSince ?? now
+        blockedSince = since
+        let frozen = reason.holderState == .stopped || reason.holderState == .hung
+        let bound = UInt64(max(0, frozenHolder.bound.inNanoseconds))
+        guard frozen, reason.pid > 0, now &- (lastUnfreeze ?? since) >= bound else { return report(reason) }
+        lastUnfreeze = now
+        return ask(.unfreeze(pid: reason.pid, policy: frozenHolder.policy), then: .unfreezing(reason))
+    }
+
+    /// Tells `onBlocked` of a block not told yet; then the round ends.
+    private mutating func report(_ reason: WriterLease.Blocked) -> Action {
+        guard reported != reason else { return settle() }
+        reported = reason
+        return ask(.report(reason), then: .reporting)
     }
 
     /// Ends the round: past the deadline the acquisition ends, otherwise it sleeps.

@@ -67,6 +67,8 @@ extension WriterLease {
                 return .takeover(try takeOver(seen, silentNanos: silentNanos, pursued: pursued))
             case .report(let blocked):
                 onBlocked(blocked)
+            case .unfreeze(let pid, let policy):
+                return .unfroze(FrozenHolder.act(policy, on: pid, lockPath: lease.directory.writerLockPath))
             case .begin:
                 if let lock = inHand.take() { held = try lease.begin(with: lock) }
                 return .began

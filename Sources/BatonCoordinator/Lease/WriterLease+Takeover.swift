@@ -78,6 +78,15 @@ extension WriterLease {
         public var holderState: ProcessState
         /// "host (pid 123) is stopped inside a write transaction; resume or kill it".
         public var message: String
+
+        /// The block once the frozen-holder policy acted on it: the message says what was done.
+        func acted(on done: String, policy: FrozenHolder.Policy, after bound: Duration) -> Blocked {
+            var acted = self
+            let state = holderState == .stopped ? "stopped" : "frozen"
+            acted.message =
+                "\(name) (pid \(pid)) was \(state) inside a write transaction past the frozen-holder bound (\(bound)); policy \(policy.rawValue): \(done)"
+            return acted
+        }
     }
 
     /// What a waiter sees of the holder now.

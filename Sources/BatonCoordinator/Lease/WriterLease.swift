@@ -56,6 +56,8 @@ public final class WriterLease: Sendable {
     static let firstLook: Duration = .milliseconds(20)
     /// How long a takeover waits for SQLite's write lock before it says the holder is blocking.
     let takeoverLockWait: Duration
+    /// What a wait does about a holder frozen inside a write transaction.
+    public let frozenHolder: FrozenHolder
     /// Renews the lease while held (one thread for the lease's whole life).
     let heartbeat: LeaseHeartbeat
     /// The lease this process holds, if any, and the descriptor holding the lock: taking it
@@ -101,12 +103,16 @@ public final class WriterLease: Sendable {
     ///     a whole term is taken over.
     ///   - takeoverLockWait: how long a takeover waits for SQLite's write lock before it reports
     ///     the silent holder as blocking it.
+    ///   - frozenHolder: what a wait does about a holder frozen inside a write transaction
+    ///     (default: resume it after 2 s; see ``FrozenHolder``).
     ///   - onLost: called (on the heartbeat's thread) when the held lock file was replaced or
     ///     deleted: the lease was taken over, or can no longer be trusted.
     public init(
         directory: SharedDirectory, store: SharedStore, name: String, term: Duration = .seconds(2),
-        takeoverLockWait: Duration = .milliseconds(250), onLost: @escaping @Sendable () -> Void = {}
+        takeoverLockWait: Duration = .milliseconds(250), frozenHolder: FrozenHolder = .standard,
+        onLost: @escaping @Sendable () -> Void = {}
     ) throws {
+        self.frozenHolder = frozenHolder
         self.directory = directory
         self.store = store
         self.name = name
@@ -215,7 +221,7 @@ public final class WriterLease: Sendable {
         if let held = current { return held }
         var machine = AcquireMachine(
             now: MonotonicClock.nanos(), term: term, firstLook: Self.firstLook, interval: interval,
-            deadline: deadline)
+            deadline: deadline, frozenHolder: frozenHolder)
         var run = AcquireRun(lease: self)
         var action = machine.asked
         while true {

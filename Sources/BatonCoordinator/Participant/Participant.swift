@@ -110,7 +110,7 @@ public actor Participant: Service {
         (self.inbox, self.sink) = (inbox, sink)
         lease = try WriterLease(
             directory: directory, store: store, name: configuration.name, term: configuration.leaseTerm,
-            onLost: { sink.yield(.lockFileChanged) })
+            frozenHolder: configuration.frozenHolder, onLost: { sink.yield(.lockFileChanged) })
         log = try ParticipantLog(
             directory: directory, name: configuration.name, limit: configuration.logLimit)
         recorder = ParticipantRecorder(log: log, logger: logger, broadcaster: broadcaster)

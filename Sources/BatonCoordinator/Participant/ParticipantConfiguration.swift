@@ -37,6 +37,9 @@ public struct ParticipantConfiguration: Sendable {
     /// The size in bytes at which `D/logs/<name>.jsonl` rotates to `<name>.jsonl.1` (one old
     /// file kept, so the logs take at most twice this); see ``ParticipantLog``.
     public var logLimit: Int64
+    /// What a waiting participant does about a lease holder frozen inside a write transaction
+    /// (default: resume it after 2 s; see ``FrozenHolder``).
+    public var frozenHolder: FrozenHolder
 
     /// Makes a configuration; `priority` defaults to the role's (``ParticipantRole/defaultPriority``).
     public init(
@@ -46,7 +49,7 @@ public struct ParticipantConfiguration: Sendable {
         retryDelay: Duration? = .milliseconds(500),
         maxRetryDelay: Duration = .seconds(30),
         leaseTerm: Duration = .seconds(2),
-        logLimit: Int64 = ParticipantLog.defaultLimit
+        logLimit: Int64 = ParticipantLog.defaultLimit, frozenHolder: FrozenHolder = .standard
     ) {
         self.name = name
         self.role = role
@@ -60,5 +63,6 @@ public struct ParticipantConfiguration: Sendable {
         self.maxRetryDelay = maxRetryDelay
         self.leaseTerm = leaseTerm
         self.logLimit = logLimit
+        self.frozenHolder = frozenHolder
     }
 }

@@ -23,6 +23,10 @@ public struct ParticipantLaunch: Sendable {
     /// Seconds a stop lets a page being saved run on; nil finishes the page.
     public var saveGrace: Double?
     public var leaseTerm: Double = 2
+    /// What to do about a lease holder frozen inside a write transaction, and after how many
+    /// seconds.
+    public var frozenHolder: FrozenHolder.Policy = FrozenHolder.standard.policy
+    public var frozenBound: Double = 2
     public var busyTimeout: Double = 10
     /// Bytes at which the participant's log rotates.
     public var logLimit: Int64 = ParticipantLog.defaultLimit
@@ -57,6 +61,7 @@ public struct ParticipantLaunch: Sendable {
         guard stopDeadline > 0 else { throw CLIError(message: "--stop-deadline must be positive") }
         if let saveGrace { try within(saveGrace, 0...3600, "--save-grace") }
         try within(leaseTerm, 0.1...3600, "--lease-term")
+        try within(frozenBound, 0...3600, "--frozen-bound")
         try within(busyTimeout, 0...3600, "--busy-timeout")
         try within(retryDelay, 0...3600, "--retry-delay")
         guard logLimit >= ParticipantLog.minimumLimit else {
@@ -91,7 +96,9 @@ public struct ParticipantLaunch: Sendable {
                 stopDeadline: .milliseconds(Int(stopDeadline * 1000)),
                 saveGrace: saveGrace.map { .microseconds(Int64($0 * 1_000_000)) },
                 retryDelay: retryDelay > 0 ? .milliseconds(Int(retryDelay * 1000)) : nil,
-                leaseTerm: .milliseconds(Int(leaseTerm * 1000)), logLimit: logLimit),
+                leaseTerm: .milliseconds(Int(leaseTerm * 1000)), logLimit: logLimit,
+                frozenHolder: FrozenHolder(
+                    policy: frozenHolder, bound: .milliseconds(Int(frozenBound * 1000)))),
             directory: store.directory, store: store, manager: manager, logger: logger)
         let group = ServiceGroup(
             services: [participant], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

@@ -86,6 +86,18 @@ struct ParticipantCommand: AsyncParsableCommand {
     )
     var leaseTerm: Double = 2
     @Option(
+        name: .customLong("frozen-holder"),
+        help: ArgumentHelp(
+            "What this participant, waiting for the lease, does about a holder the kernel shows stopped (SIGSTOP) or frozen (cgroup freezer) inside a write transaction once --frozen-bound has passed: wait (name it in the status and log until somebody acts), thaw (SIGCONT, and THAWED for its v1 freezer cgroup: its page commits, then the takeover completes and it is fenced), or kill (SIGKILL: its open page rolls back). Only a process the kernel names as holding D/writer.lock is signalled. A process stopped by a debugger does not resume on SIGCONT.",
+            valueName: "wait|thaw|kill"))
+    var frozenHolder: FrozenHolderOption = .thaw
+    @Option(
+        name: .customLong("frozen-bound"),
+        help:
+            "Seconds a takeover is held up by a stopped or frozen holder's write transaction before --frozen-holder acts (and between two acts)."
+    )
+    var frozenBound: Double = 2
+    @Option(
         name: .customLong("busy-timeout"),
         help:
             "Seconds a write waits for SQLite's lock held by another process (a shell's BEGIN IMMEDIATE, say) before it fails and is retried."
@@ -133,6 +145,8 @@ struct ParticipantCommand: AsyncParsableCommand {
         launch.stopDeadline = stopDeadline
         launch.saveGrace = saveGrace
         launch.leaseTerm = leaseTerm
+        launch.frozenHolder = frozenHolder.policy
+        launch.frozenBound = frozenBound
         launch.busyTimeout = busyTimeout
         launch.logLimit = ByteCount.parse(logLimit) ?? ParticipantLog.defaultLimit
         launch.storageFaultFile = storageFaultFile
@@ -152,3 +166,16 @@ struct ParticipantCommand: AsyncParsableCommand {
 extension MergeModeArgument: ExpressibleByArgument {}
 
 extension ParticipantRole: ExpressibleByArgument {}
+
+/// `--frozen-holder`'s values.
+enum FrozenHolderOption: String, ExpressibleByArgument, CaseIterable {
+    case wait, thaw, kill
+
+    var policy: FrozenHolder.Policy {
+        switch self {
+        case .wait: .wait
+        case .thaw: .thaw
+        case .kill: .kill
+        }
+    }
+}
