@@ -90,24 +90,7 @@ extension HeavyEndToEnd {
             "a writer frozen inside a write transaction is named with its remedy; the takeover completes after SIGCONT"
         )
         func frozenInsideTransaction() async throws {
-            let f = try await CoordinatorFixture(records: 20_000)
-            // About 100 pages of 200, 50 ms each: the sync is well under way when the host freezes.
-            try await f.client.adminSetFaults(["latencyMs": 50])
-            let faultFile = f.temp.path + "/fault"
-            let host = try await f.start(
-                "host", role: "host", lifecycle: "foreground", batchSize: 200,
-                extra: ["--lease-term", "1", "--storage-fault-file", faultFile])
-            #expect(try await f.wait(["--writer", "host"]))
-            try await f.start(
-                "ext", role: "extension", lifecycle: "foreground", batchSize: 200,
-                extra: ["--lease-term", "1", "--frozen-holder", "wait"])
-            try await f.waitForStatus("ext waiting") { $0.contains { $0.name == "ext" && $0.isWaiting } }
-            try await f.waitForLog("host", "a committed page") { log in
-                (log.last { $0["event"] == "sync" }?["progress"]?.intValue ?? 0) >= 5
-            }
-            // The host stops itself inside its next page's transaction.
-            try Data("stop-in-transaction\n".utf8).write(
-                to: URL(fileURLWithPath: faultFile), options: .atomic)
+            let (f, host) = try await Self.stopHostInTransaction(extFlags: ["--frozen-holder", "wait"])
             try await f.waitForLog("ext", "the named diagnosis") { log in
                 log.contains { $0["event"] == "lease.blocked" }
             }
@@ -161,22 +144,8 @@ extension HeavyEndToEnd {
             "thaw or kill: a writer frozen inside a page transaction no longer wedges the store; the peer writes, the audit passes, the store equals the server",
             arguments: policyCases)
         func frozenHolderPolicy(_ policy: String, _ freeze: Freeze) async throws {
-            let f = try await CoordinatorFixture(records: 20_000)
-            try await f.client.adminSetFaults(["latencyMs": 50])
-            let faultFile = f.temp.path + "/fault"
-            let host = try await f.start(
-                "host", role: "host", lifecycle: "foreground", batchSize: 200,
-                extra: ["--lease-term", "1", "--storage-fault-file", faultFile])
-            #expect(try await f.wait(["--writer", "host"]))
-            try await f.start(
-                "ext", role: "extension", lifecycle: "foreground", batchSize: 200,
-                extra: ["--lease-term", "1", "--frozen-holder", policy, "--frozen-bound", "1"])
-            try await f.waitForStatus("ext waiting") { $0.contains { $0.name == "ext" && $0.isWaiting } }
-            try await f.waitForLog("host", "a committed page") { log in
-                (log.last { $0["event"] == "sync" }?["progress"]?.intValue ?? 0) >= 5
-            }
-            try Data("stop-in-transaction\n".utf8).write(
-                to: URL(fileURLWithPath: faultFile), options: .atomic)
+            let (f, host) = try await Self.stopHostInTransaction(
+                extFlags: ["--frozen-holder", policy, "--frozen-bound", "1"])
             var cgroup: String?
             if freeze == .cgroupFreezer {
                 try await waitForState(host.pid, "T")
@@ -217,6 +186,31 @@ extension HeavyEndToEnd {
             #expect(info.value(atPath: "soups")?.arrayValue?.first?.value(atPath: "count") == 20_000)
             try await f.finish()
             try await expectStrictAudit(f)
+        }
+
+        /// A host syncing 20,000 records (about 100 pages of 200, 50 ms each) with `ext` waiting
+        /// in the foreground (lease term 1 s, with `extFlags`), told to stop itself (SIGSTOP)
+        /// inside its next page's write transaction once a few pages are in.
+        static func stopHostInTransaction(extFlags: [String]) async throws -> (
+            CoordinatorFixture, BatonProcess
+        ) {
+            let f = try await CoordinatorFixture(records: 20_000)
+            try await f.client.adminSetFaults(["latencyMs": 50])
+            let faultFile = f.temp.path + "/fault"
+            let host = try await f.start(
+                "host", role: "host", lifecycle: "foreground", batchSize: 200,
+                extra: ["--lease-term", "1", "--storage-fault-file", faultFile])
+            #expect(try await f.wait(["--writer", "host"]))
+            try await f.start(
+                "ext", role: "extension", lifecycle: "foreground", batchSize: 200,
+                extra: ["--lease-term", "1"] + extFlags)
+            try await f.waitForStatus("ext waiting") { $0.contains { $0.name == "ext" && $0.isWaiting } }
+            try await f.waitForLog("host", "a committed page") { log in
+                (log.last { $0["event"] == "sync" }?["progress"]?.intValue ?? 0) >= 5
+            }
+            try Data("stop-in-transaction\n".utf8).write(
+                to: URL(fileURLWithPath: faultFile), options: .atomic)
+            return (f, host)
         }
 
         /// Waits until the kernel shows `pid` in `state` (the third field of /proc/PID/stat).

@@ -38,7 +38,7 @@ extension ChaosRun {
     func outcome(violations: [ChaosViolation], seconds: Double) -> ChaosOutcome {
         let passed = violations.isEmpty
         var reproduce =
-            "baton chaos --seed \(options.seed) --rounds \(options.rounds) --records \(options.records) --participants \(members.count)"
+            "baton chaos --seed \(options.seed) --rounds \(options.rounds) --records \(options.records) --participants \(members.count) --frozen-holder \(options.frozenHolder.rawValue) --freezer \(options.freezer.rawValue)"
         if !passed { reproduce += " --keep DIR" }
         func int(_ value: Int) -> JSONValue { .int(Int64(value)) }
         let faultCounts = JSONObject(
@@ -59,6 +59,7 @@ extension ChaosRun {
         summary["takeoverMaxMs"] = takeoverMillis.max().map { .double(BenchStats.round($0)) } ?? .null
         summary["frozenInTransactionNamed"] = int(blockedDiagnoses)
         summary["thawed"] = int(thawed)
+        summary["frozenHolderActs"] = int(policyActs)
         summary["missedFreezes"] = int(missedFreezes)
         summary["localEdits"] = int(editCount)
         summary["localCreates"] = int(createCount)

@@ -74,9 +74,10 @@ extension ChaosRun {
 
     /// The `freeze-writer-in-transaction` round: the writer stops itself inside its next page's
     /// write transaction (its storage-fault file says `stop-in-transaction`), so SQLite's write
-    /// lock stays held; a peer sent to the foreground must say by name what blocks it, in its
-    /// log and its published status. After SIGCONT the takeover completes and the woken
-    /// writer steps down.
+    /// lock stays held; with `--freezer cgroup` it is then frozen by the v1 cgroup freezer
+    /// instead. A peer sent to the foreground must say by name what blocks it, in its log and
+    /// its published status; then the participants' frozen-holder policy is judged
+    /// (``expectNamedThenResumed(_:round:)``).
     func freezeInTransaction(_ victim: Member, round: Int) async throws {
         try Data("stop-in-transaction\n".utf8).write(to: URL(fileURLWithPath: diskFullPath), options: .atomic)
         let pid = victim.pid
@@ -86,43 +87,93 @@ extension ChaosRun {
                 try? await Task.sleep(for: .milliseconds(10))  // wait-ok: polling /proc, bounded
             }
         }
-        try? FileManager.default.removeItem(atPath: diskFullPath)
+        try? FileManager.default.removeItem(atPath: diskFullPath)  // gone already: nothing to undo
         guard stopped else {
             // Its sync ended before another page: nothing was frozen this round.
             missedFreezes += 1
             return
         }
-        try await expectNamedThenResumed(victim, round: round)
+        var cgroup: ChaosFreezer.Cgroup?
+        if options.freezer == .cgroup { cgroup = try await freezeByCgroup(victim, round: round) }
+        defer { cgroup?.release(pid) }
+        try await expectNamedThenResumed(victim, round: round, cgroup: cgroup)
     }
 
-    /// A writer stopped inside a write transaction: a peer sent to the foreground must say by
-    /// name what blocks it, in its log and its published status; after SIGCONT the peer holds
-    /// the lease and the woken writer steps down.
-    func expectNamedThenResumed(_ victim: Member, round: Int) async throws {
+    /// Moves `victim`, stopped inside its transaction, into a freezer cgroup of its own that is
+    /// frozen, then sends SIGCONT: the freezer keeps it from running (the kernel shows it in
+    /// uninterruptible sleep).
+    func freezeByCgroup(_ victim: Member, round: Int) async throws -> ChaosFreezer.Cgroup {
+        let pid = victim.pid
+        let cgroup = try ChaosFreezer.Cgroup.freeze(pid)
+        await victim.process?.send(SIGCONT)
+        let frozen = await finishes(within: .seconds(10)) {
+            while ProcessState.of(pid) != .hung {
+                try? await Task.sleep(for: .milliseconds(1))  // wait-ok: polling /proc, bounded
+            }
+        }
+        guard frozen else {
+            cgroup.release(pid)
+            throw ChaosViolation(
+                round: round, invariant: "harness",
+                detail:
+                    "\(victim.name) (pid \(pid)) was frozen by \(cgroup.path) but /proc says \(ProcessState.of(pid))"
+            )
+        }
+        return cgroup
+    }
+
+    /// A writer stopped or frozen inside a write transaction: a peer sent to the foreground
+    /// must say by name what blocks it, in its log and its published status. Then, by the
+    /// participants' policy: `wait`, the run resumes it; `thaw`, the peer resumes it itself;
+    /// `kill`, the peer kills it (the run starts it again, an app relaunch). Either way the
+    /// peer gets the lease, and a resumed writer steps down.
+    func expectNamedThenResumed(_ victim: Member, round: Int, cgroup: ChaosFreezer.Cgroup? = nil) async throws
+    {
         let pid = victim.pid
         let peer = active.filter { $0 !== victim }.randomElement(using: &random)!
         let peerMark = peer.log.count
         let victimMark = victim.log.count
         try arrange(foreground: [peer])
         handOvers += 1
-        let diagnosis = "\(victim.name) (pid \(pid)) is stopped inside a write transaction"
+        let named = "\(victim.name) (pid \(pid))"
+        @Sendable func names(_ problem: String?) -> Bool {
+            (problem ?? "").contains(named) && (problem ?? "").contains("inside a write transaction")
+        }
         try await until(
             round: round, "\(peer.name) to name \(victim.name) frozen inside a write transaction",
-            timeout: Self.leaseTerm + .seconds(10)
+            timeout: Self.leaseTerm + FrozenHolder.standard.bound + .seconds(10)
         ) { [shared] in
             peer.log.events().dropFirst(peerMark).contains {
-                $0.event == "lease.blocked" && ($0["problem"]?.stringValue ?? "").contains(diagnosis)
+                $0.event == "lease.blocked" && names($0["problem"]?.stringValue)
             }
                 && ParticipantStatus.readAll(in: shared).contains {
-                    $0.name == peer.name && ($0.problem ?? "").contains(diagnosis)
+                    $0.name == peer.name && names($0.problem)
                 }
         }
         blockedDiagnoses += 1
-        await victim.process?.send(SIGCONT)
-        // Resumed, the victim commits its transaction; then either the takeover completes (the
-        // victim is fenced), or the victim, told it is in the background, releases first.
-        try await until(round: round, "\(peer.name) to hold the lease once \(victim.name) was resumed") {
+        let policy = options.frozenHolder
+        if policy == .wait {
+            cgroup?.thaw()
+            await victim.process?.send(SIGCONT)
+        } else {
+            try await until(round: round, "\(peer.name) to \(policy.rawValue) the frozen \(victim.name)") {
+                peer.log.events().dropFirst(peerMark).contains {
+                    $0.event == "lease.blocked"
+                        && ($0["problem"]?.stringValue ?? "").contains("policy \(policy.rawValue):")
+                }
+            }
+            policyActs += 1
+        }
+        // The takeover completes once the transaction ends (committed, or rolled back by the
+        // kill), or the victim, told it is in the background, releases first.
+        try await until(round: round, "\(peer.name) to hold the lease once \(victim.name) was let go") {
             peer.log.events().dropFirst(peerMark).contains { $0.event == "lease.acquired" }
+        }
+        if policy == .kill {
+            await victim.process?.wait()
+            kills += 1
+            try await start(victim)
+            return
         }
         try await untilSteppedDown(victim, after: victimMark, round: round)
         thawed += 1

@@ -46,6 +46,10 @@ public final class ChaosRun: @unchecked Sendable {
         public var keep: String?
         public var sabotage: ChaosSabotage?
         public var baton: String
+        /// What the participants do about a writer frozen inside a transaction.
+        public var frozenHolder: FrozenHolder.Policy = FrozenHolder.standard.policy
+        /// How a writer is frozen inside a transaction: SIGSTOP, or the v1 cgroup freezer.
+        public var freezer: ChaosFreezer = .sigstop
 
         public init(seed: UInt64, baton: String) {
             self.seed = seed
@@ -56,6 +60,12 @@ public final class ChaosRun: @unchecked Sendable {
         public func validate() throws {
             guard (1...100_000).contains(rounds) else {
                 throw CLIError(message: "--rounds must be between 1 and 100,000")
+            }
+            if freezer == .cgroup, !ChaosFreezer.isAvailable {
+                throw CLIError(
+                    message:
+                        "--freezer cgroup needs the v1 cgroup freezer at \(ChaosFreezer.mount), writable by this user"
+                )
             }
             if let participants, !(2...4).contains(participants) {
                 throw CLIError(message: "--participants must be between 2 and 4")
@@ -121,6 +131,8 @@ public final class ChaosRun: @unchecked Sendable {
     var falseTakeovers = 0
     var takeoverMillis: [Double] = []
     var blockedDiagnoses = 0
+    /// Writers frozen inside a transaction that a peer resumed (thaw) or killed (kill) itself.
+    var policyActs = 0
     var thawed = 0
     var missedFreezes = 0
     var takeoversScanned: [String: Int] = [:]
@@ -269,7 +281,7 @@ public final class ChaosRun: @unchecked Sendable {
                 "--sync-up", "edits:accounts", "--down-merge-mode", "leave-if-changed",
                 "--up-merge-mode", "overwrite", "--retry-delay", "0.2", "--stop-deadline",
                 member.stopDeadline,
-                "--storage-fault-file", diskFullPath,
+                "--storage-fault-file", diskFullPath, "--frozen-holder", options.frozenHolder.rawValue,
             ] + (member.saveGrace.map { ["--save-grace", $0] } ?? []), environment: ["BATON_TOKEN": token],
             stdout: .file(outputPath), stderr: .file(outputPath))
     }

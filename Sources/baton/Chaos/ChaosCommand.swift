@@ -1,9 +1,11 @@
 import ArgumentParser
+import BatonCoordinator
 import BatonHarness
 import BatonStore
 import Foundation
 
 extension ChaosSabotage: ExpressibleByArgument {}
+extension ChaosFreezer: ExpressibleByArgument {}
 
 struct ChaosCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -39,6 +41,17 @@ struct ChaosCommand: AsyncParsableCommand {
     )
     var keep: String?
     @Flag(help: "Print the summary as one JSON object; progress goes to stderr.") var json = false
+    @Option(
+        name: .customLong("frozen-holder"),
+        help: ArgumentHelp(
+            "The participants' --frozen-holder policy: wait (the run resumes a writer frozen inside a transaction once a peer named it), thaw (the peer resumes it) or kill (the peer kills it; the run starts it again).",
+            valueName: "wait|thaw|kill"))
+    var frozenHolder: FrozenHolderOption = .thaw
+    @Option(
+        help: ArgumentHelp(
+            "How a writer is frozen inside a write transaction: sigstop, or cgroup (the v1 cgroup freezer at /sys/fs/cgroup/freezer, which this user must be able to write).",
+            valueName: "sigstop|cgroup"))
+    var freezer: ChaosFreezer = .sigstop
     @Option(help: .private) var sabotage: ChaosSabotage?
 
     func validate() throws {
@@ -53,6 +66,8 @@ struct ChaosCommand: AsyncParsableCommand {
         options.records = records
         options.keep = keep
         options.sabotage = sabotage
+        options.frozenHolder = frozenHolder.policy
+        options.freezer = freezer
         return options
     }
 
