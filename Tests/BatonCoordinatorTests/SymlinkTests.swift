@@ -162,7 +162,8 @@ struct SymlinkTests {
         guard isDirectory.boolValue else {
             return ["": FileManager.default.contents(atPath: path) ?? Data()]
         }
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []  // unreadable: no entries
+        // Unreadable: no entries.
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
         var result: [String: Data] = [:]
         for name in names { result[name] = FileManager.default.contents(atPath: path + "/" + name) ?? Data() }
         return result

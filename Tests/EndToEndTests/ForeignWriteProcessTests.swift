@@ -83,7 +83,8 @@ extension HeavyEndToEnd {
                 try await Self.foreign(f.dir).writeWithoutTransaction {
                     try $0.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
                 }
-                let size = { (try? FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int) ?? 0 }  // absent: empty
+                // Absent: empty.
+                let size = { (try? FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int) ?? 0 }
                 try #require(size() == 0, "the checkpoint left \(size()) bytes")
                 let result = try await BatonProcess.run(command + ["--dir", f.dir])
                 #expect(result.status == 0, "\(command): \(result.stderr)")

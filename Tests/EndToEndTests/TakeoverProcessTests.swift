@@ -161,7 +161,8 @@ extension HeavyEndToEnd {
             defer {
                 if let cgroup {
                     // Thawed and emptied, so the directory can go (a test left behind must not).
-                    try? Data("THAWED\n".utf8).write(to: URL(fileURLWithPath: cgroup + "/freezer.state"))  // gone: nothing to thaw
+                    // Gone already: nothing to thaw.
+                    try? Data("THAWED\n".utf8).write(to: URL(fileURLWithPath: cgroup + "/freezer.state"))
                     rmdir(cgroup)
                 }
             }
@@ -216,7 +217,8 @@ extension HeavyEndToEnd {
         /// Waits until the kernel shows `pid` in `state` (the third field of /proc/PID/stat).
         func waitForState(_ pid: Int32, _ state: String) async throws {
             for _ in 0..<1_000 {
-                let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""  // gone: not yet
+                // Gone: not in the state yet.
+                let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
                 if let close = stat.lastIndex(of: ")"),
                     stat[stat.index(after: close)...].dropFirst().hasPrefix(state)
                 {

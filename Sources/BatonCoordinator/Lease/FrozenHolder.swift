@@ -60,7 +60,8 @@ public struct FrozenHolder: Sendable, Hashable {
         case .thaw:
             kill(pid, SIGCONT)
             let thawed = cgroup?.thaw() ?? false
-            return "resumed it (SIGCONT" + (thawed ? ", and THAWED its freezer cgroup \(cgroup?.path ?? ""))" : ")")
+            let freezer = thawed ? ", and THAWED its freezer cgroup \(cgroup?.path ?? "")" : ""
+            return "resumed it (SIGCONT\(freezer))"
         case .kill:
             kill(pid, SIGKILL)
             // A task frozen by the v1 freezer dies only once thawed.
@@ -80,7 +81,9 @@ struct FreezerCgroup: Sendable, Hashable {
     /// The freezer cgroup of `pid`, from `/proc/PID/cgroup` (nil: none, the root, or unreadable).
     static func of(_ pid: Int32) -> FreezerCgroup? {
         // Unreadable (no such process, no /proc): no cgroup to thaw.
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8) else { return nil }
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8) else {
+            return nil
+        }
         return parse(text)
     }
 
