@@ -8,7 +8,9 @@ import SOQL
 /// fields as JSON, server-managed fields as columns so time-stamp filters and ordering use an
 /// index.
 final class RecordStorage: Sendable {
-    let queue: DatabaseQueue
+    /// A pool for a file (reads run beside each other and beside the one write, each on its own
+    /// snapshot, so a long query holds up nobody), a queue in memory (where SQLite has no WAL).
+    let database: any DatabaseWriter
     /// Records created, changed or read by id through the API, newest first: what
     /// `GET sobjects/TYPE` answers as `recentItems`.
     let recentItems = RecentItems()
@@ -19,7 +21,7 @@ final class RecordStorage: Sendable {
     /// On the ideal clock, the last stamp handed out, so every write gets a strictly later one.
     private let lastTimeStamp = Locked<Int64>(0)
     /// The stamp of the write transaction running now, on Salesforce's clock. Write
-    /// transactions run one at a time on ``queue``, so one slot is enough.
+    /// transactions run one at a time on ``database``, so one slot is enough.
     private let transactionStamp = Locked<Int64?>(nil)
 
     /// The stamp the transaction of the request being handled was given when it started, when
@@ -38,10 +40,10 @@ final class RecordStorage: Sendable {
         schemaState = Locked(schema)
         var configuration = Configuration()
         configuration.label = "baton.server"
-        queue =
-            try path.map { try DatabaseQueue(path: $0, configuration: configuration) }
+        database =
+            try path.map { try DatabasePool(path: $0, configuration: configuration) }
             ?? DatabaseQueue(configuration: configuration)
-        try queue.write { db in
+        try database.write { db in
             try db.execute(
                 sql: """
                     CREATE TABLE IF NOT EXISTS records (
@@ -60,7 +62,8 @@ final class RecordStorage: Sendable {
                     """)
         }
         let newest =
-            try queue.read { db in try Int64.fetchOne(db, sql: "SELECT max(lastModified) FROM records") } ?? 0
+            try database.read { db in try Int64.fetchOne(db, sql: "SELECT max(lastModified) FROM records") }
+            ?? 0
         lastTimeStamp.withLock { $0 = newest }
     }
 
@@ -99,7 +102,7 @@ final class RecordStorage: Sendable {
     }
 
     func read<T>(_ body: (Database) throws -> T) throws -> T {
-        try queue.read(body)
+        try database.read(body)
     }
 
     /// Runs `body` in a write transaction. On Salesforce's clock every record it writes gets one
@@ -107,7 +110,7 @@ final class RecordStorage: Sendable {
     /// the transaction starts in.
     func write<T>(_ body: (Database) throws -> T) throws -> T {
         let started = Self.startedStamp
-        return try queue.write { db in
+        return try database.write { db in
             try stamping(started) { try body(db) }
         }
     }
@@ -116,7 +119,7 @@ final class RecordStorage: Sendable {
     /// ``write(_:)``).
     func transaction(_ body: (Database) throws -> Bool) throws {
         let started = Self.startedStamp
-        try queue.writeWithoutTransaction { db in
+        try database.writeWithoutTransaction { db in
             try stamping(started) {
                 try db.inTransaction {
                     try body(db) ? .commit : .rollback
@@ -125,7 +128,7 @@ final class RecordStorage: Sendable {
         }
     }
 
-    /// Runs `work` (inside the queue, so one at a time) with the transaction's stamp set.
+    /// Runs `work` (inside the one write, so one at a time) with the transaction's stamp set.
     private func stamping<T>(_ started: Int64?, _ work: () throws -> T) rethrows -> T {
         let stamp = clock == .ideal ? nil : (started ?? clock.transactionStamp(now: now()))
         transactionStamp.withLock { $0 = stamp }
