@@ -1,3 +1,4 @@
+import BatonCoordinator
 import BatonStore
 import Foundation
 
@@ -37,6 +38,9 @@ extension ChaosRun {
 
     func outcome(violations: [ChaosViolation], seconds: Double) -> ChaosOutcome {
         let passed = violations.isEmpty
+        // What a peer should need at most to write past a writer frozen inside a transaction:
+        // the participants' frozen-holder bound (their default) plus one lease term.
+        let policyBound = FrozenHolder.standard.bound + Self.leaseTerm
         var reproduce =
             "baton chaos --seed \(options.seed) --rounds \(options.rounds) --records \(options.records) --participants \(members.count) --frozen-holder \(options.frozenHolder.rawValue) --freezer \(options.freezer.rawValue)"
         if !passed { reproduce += " --keep DIR" }
@@ -60,6 +64,9 @@ extension ChaosRun {
         summary["frozenInTransactionNamed"] = int(blockedDiagnoses)
         summary["thawed"] = int(thawed)
         summary["frozenHolderActs"] = int(policyActs)
+        summary["frozenInTransactionMaxMs"] =
+            frozenInTransactionMillis.max().map { .double(BenchStats.round($0)) } ?? .null
+        summary["frozenInTransactionBoundMs"] = .double(policyBound.inMilliseconds)
         summary["missedFreezes"] = int(missedFreezes)
         summary["localEdits"] = int(editCount)
         summary["localCreates"] = int(createCount)
@@ -75,6 +82,11 @@ extension ChaosRun {
             "\(handOvers) hand-overs, \(kills) writers killed, \(interruptedStops) stops past their deadline, \(editCount) local edits and \(createCount) local creates, \(lateCommits) server transactions committed late",
             "\(takeovers) takeovers (\(falseTakeovers) of a holder that was not frozen; slowest freeze-writer takeover \(slowest)), \(blockedDiagnoses) writers named frozen inside a transaction, \(thawed) thawed writers stepped down",
         ]
+        if let longest = frozenInTransactionMillis.max() {
+            lines.append(
+                "frozen inside a transaction: a peer held the lease \(String(format: "%.0f", longest)) ms after the freeze at the slowest of \(frozenInTransactionMillis.count) (policy bound plus lease term \(String(format: "%.0f", policyBound.inMilliseconds)) ms)"
+            )
+        }
         if passed {
             lines.append(
                 "chaos passed: seed \(options.seed), \(options.rounds) rounds, every invariant held (\(String(format: "%.0f", seconds)) s)"

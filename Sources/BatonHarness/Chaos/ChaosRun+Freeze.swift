@@ -26,15 +26,15 @@ extension ChaosRun {
     /// The signal follows the committed page as fast as the run can send it, but on a loaded
     /// machine the writer may already be inside the next page's write transaction: then SQLite's
     /// write lock is held, and the round is judged as a freeze inside a transaction
-    /// (``expectNamedThenResumed(_:round:)``).
+    /// (``expectNamedThenResumed(_:round:cgroup:frozenAt:)``).
     func freezeWriter(_ victim: Member, round: Int) async throws {
         let mark = victim.log.count
         try await stop(victim, round: round)
+        let frozenAt = ContinuousClock.now
         if try ForeignWriteLock.isHeld(path: shared.storePath) {
-            try await expectNamedThenResumed(victim, round: round)
+            try await expectNamedThenResumed(victim, round: round, frozenAt: frozenAt)
             return
         }
-        let frozenAt = ContinuousClock.now
         let peer = active.filter { $0 !== victim }.randomElement(using: &random)!
         let peerMark = peer.log.count
         frozen = Frozen(member: victim, thawRound: round + random.int(1...3), mark: mark)
@@ -77,7 +77,7 @@ extension ChaosRun {
     /// lock stays held; with `--freezer cgroup` it is then frozen by the v1 cgroup freezer
     /// instead. A peer sent to the foreground must say by name what blocks it, in its log and
     /// its published status; then the participants' frozen-holder policy is judged
-    /// (``expectNamedThenResumed(_:round:)``).
+    /// (``expectNamedThenResumed(_:round:cgroup:frozenAt:)``).
     func freezeInTransaction(_ victim: Member, round: Int) async throws {
         try Data("stop-in-transaction\n".utf8).write(to: URL(fileURLWithPath: diskFullPath), options: .atomic)
         let pid = victim.pid
@@ -93,10 +93,11 @@ extension ChaosRun {
             missedFreezes += 1
             return
         }
+        let frozenAt = ContinuousClock.now
         var cgroup: ChaosFreezer.Cgroup?
         if options.freezer == .cgroup { cgroup = try await freezeByCgroup(victim, round: round) }
         defer { cgroup?.release(pid) }
-        try await expectNamedThenResumed(victim, round: round, cgroup: cgroup)
+        try await expectNamedThenResumed(victim, round: round, cgroup: cgroup, frozenAt: frozenAt)
     }
 
     /// Moves `victim`, stopped inside its transaction, into a freezer cgroup of its own that is
@@ -127,8 +128,11 @@ extension ChaosRun {
     /// participants' policy: `wait`, the run resumes it; `thaw`, the peer resumes it itself;
     /// `kill`, the peer kills it (the run starts it again, an app relaunch). Either way the
     /// peer gets the lease, and a resumed writer steps down.
-    func expectNamedThenResumed(_ victim: Member, round: Int, cgroup: ChaosFreezer.Cgroup? = nil) async throws
-    {
+    /// Under `thaw` and `kill`, the time from `frozenAt` (the victim seen stopped) to the peer's
+    /// lease, its first write, is kept: the wedge's length.
+    func expectNamedThenResumed(
+        _ victim: Member, round: Int, cgroup: ChaosFreezer.Cgroup? = nil, frozenAt: ContinuousClock.Instant
+    ) async throws {
         let pid = victim.pid
         let peer = active.filter { $0 !== victim }.randomElement(using: &random)!
         let peerMark = peer.log.count
@@ -168,6 +172,9 @@ extension ChaosRun {
         // kill), or the victim, told it is in the background, releases first.
         try await until(round: round, "\(peer.name) to hold the lease once \(victim.name) was let go") {
             peer.log.events().dropFirst(peerMark).contains { $0.event == "lease.acquired" }
+        }
+        if policy != .wait {
+            frozenInTransactionMillis.append((ContinuousClock.now - frozenAt).inMilliseconds)
         }
         if policy == .kill {
             await victim.process?.wait()

@@ -131,6 +131,8 @@ public final class ChaosRun: @unchecked Sendable {
     var falseTakeovers = 0
     var takeoverMillis: [Double] = []
     var blockedDiagnoses = 0
+    /// Under `thaw` and `kill`: from a writer seen frozen inside a transaction to a peer's lease.
+    var frozenInTransactionMillis: [Double] = []
     /// Writers frozen inside a transaction that a peer resumed (thaw) or killed (kill) itself.
     var policyActs = 0
     var thawed = 0
