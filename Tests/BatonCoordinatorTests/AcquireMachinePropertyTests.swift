@@ -41,10 +41,13 @@ struct AcquireSimulation {
     var watching = false
     /// A takeover was held up, and the machine has not read the clock since.
     var blockedUnread = false
-    /// The clock the machine read first after a takeover was held up, and when the frozen
-    /// holder's policy last acted.
+    /// Since when a held-up takeover's holder counts as frozen (its last sign of life), and when
+    /// the frozen holder's policy last acted.
     var blockedClock: UInt64?
     var unfrozeClock: UInt64?
+    /// The holder's last sign of life in the takeover asked last (its observation's time less
+    /// the silence it was decided on).
+    var pursuedSilenceStart: UInt64?
 
     // What the machine was told, to judge what it asks next.
     var lastEvent: Acquire.Event?
@@ -179,6 +182,7 @@ extension AcquireSimulation {
             check(seenLockFile == generation, "observes another file than the one named")
         case .takeOver(let observation, let silent, let pursued):
             checkTakeover(Acquire.Pursuit(observation: observation, silentNanos: silent), pursued: pursued)
+            pursuedSilenceStart = observation.now - min(silent, observation.now)
         case .report(let blocked):
             check(blocked != reported, "reports \(String(describing: blocked)) again")
         case .unfreeze(let pid, let policy):
@@ -315,7 +319,8 @@ extension AcquireSimulation {
             latestTime = max(latestTime, now)
             if blockedUnread {
                 blockedUnread = false
-                if blockedClock == nil { blockedClock = now }
+                // The block counts from the holder's last sign of life, as the takeover saw it.
+                if blockedClock == nil { blockedClock = pursuedSilenceStart ?? now }
             }
             return .clock(now)
         case .readDeadlineClock:

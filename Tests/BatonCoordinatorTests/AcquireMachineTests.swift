@@ -336,7 +336,9 @@ struct AcquireMachineTests {
         "thaw or kill: a holder stopped or frozen inside its transaction past the bound is acted on, then the takeover goes through",
         arguments: [FrozenHolder.Policy.thaw, .kill], [ProcessState.stopped, .hung])
     func frozenHolderActedOn(policy: FrozenHolder.Policy, state: ProcessState) {
-        var machine = Acquire.waiting(frozenHolder: FrozenHolder(policy: policy, bound: .seconds(1)))
+        // The holder last beat 1.5 s before the wait began: with a 3 s bound, the policy acts
+        // 1.5 s after it.
+        var machine = Acquire.waiting(frozenHolder: FrozenHolder(policy: policy, bound: .seconds(3)))
         let frozen = machine.lookUntilSilent()
         var blocked = heldUp
         blocked.holderState = state
@@ -348,19 +350,20 @@ struct AcquireMachineTests {
         let t0 = acquireStart + 520 * ms
         machine.expect([
             .holderObserved(frozen): .takeOver(frozen, silentNanos: 2_000 * ms, pursued: false),
-            // Held up: the block is timed from here, and reported.
+            // Held up: the block is timed from the holder's last beat, and reported.
             .takeover(.blocked(blocked)): .readClock,
             .clock(t0): .report(blocked),
             .done: .sleep(.milliseconds(500)),
         ])
         machine.expect(round)
-        // Within the bound: nothing done, nothing new to report.
+        // Within the bound: nothing done, nothing new to report; the next look is when the
+        // bound is up (3 s after the beat), not a quarter term later.
         machine.expect([
-            .takeover(.blocked(blocked)): .readClock, .clock(t0 + 600 * ms): .sleep(.milliseconds(500)),
+            .takeover(.blocked(blocked)): .readClock, .clock(t0 + 600 * ms): .sleep(.milliseconds(380)),
         ])
         machine.expect(round)
         // Past it: the policy acts on the holder, and the report says what was done.
-        let acted = blocked.acted(on: "done it", policy: policy, after: .seconds(1))
+        let acted = blocked.acted(on: "done it", policy: policy, after: .seconds(3))
         machine.expect([
             .takeover(.blocked(blocked)): .readClock,
             .clock(t0 + 1_100 * ms): .unfreeze(pid: 42, policy: policy),
@@ -377,6 +380,22 @@ struct AcquireMachineTests {
             .takeover(.taken): .abandonKernelWait,
             .done: .report(nil),
             .done: .finish(.held),
+        ])
+    }
+
+    @Test("a holder silent for longer than the bound already is acted on at the first block")
+    func frozenLongAgo() {
+        // Last beat 1.5 s before the wait began, so 2 s silent at the first block: past a 1 s
+        // bound, the policy acts at once.
+        var machine = Acquire.waiting(frozenHolder: FrozenHolder(policy: .thaw, bound: .seconds(1)))
+        let frozen = machine.lookUntilSilent()
+        machine.expect([
+            .holderObserved(frozen): .takeOver(frozen, silentNanos: 2_000 * ms, pursued: false),
+            .takeover(.blocked(heldUp)): .readClock,
+            .clock(acquireStart + 520 * ms): .unfreeze(pid: 42, policy: .thaw),
+            .unfroze("resumed it"): .report(
+                heldUp.acted(on: "resumed it", policy: .thaw, after: .seconds(1))),
+            .done: .sleep(.milliseconds(500)),
         ])
     }
 

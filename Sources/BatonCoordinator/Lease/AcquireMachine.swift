@@ -211,7 +211,9 @@ package struct AcquireMachine: Sendable {
     package private(set) var reported: WriterLease.Blocked?
     /// The last round's `mayTry` said no.
     package private(set) var holdingBack = false
-    /// When the takeover was first held up by the holder's write transaction (monotonic ns).
+    /// Since when the holder that holds up the takeover with its write transaction counts as
+    /// frozen: its last sign of life as the watch saw it when the takeover was decided
+    /// (monotonic ns).
     package private(set) var blockedSince: UInt64?
     /// When the frozen-holder policy last acted (monotonic ns).
     package private(set) var lastUnfreeze: UInt64?
@@ -444,13 +446,23 @@ package struct AcquireMachine: Sendable {
     }
 
     /// A takeover held up by a holder stopped or frozen inside its write transaction for the
-    /// policy's bound (since the first block, or since the policy last acted): the policy acts.
+    /// policy's bound (since its last sign of life, or since the policy last acted): the policy
+    /// acts. A holder frozen for long already is acted on at the first block: a peer writes
+    /// within the bound (or the lease term, if longer) of the freeze, plus a round.
     private mutating func timedBlock(_ reason: WriterLease.Blocked, now: UInt64) -> Action {
-        let since = blockedSince ?? now
+        let since =
+            blockedSince ?? pursuit.map { $0.observation.now &- min($0.silentNanos, $0.observation.now) }
+            ?? now
         blockedSince = since
         let frozen = reason.holderState == .stopped || reason.holderState == .hung
         let bound = UInt64(max(0, frozenHolder.bound.inNanoseconds))
-        guard frozen, reason.pid > 0, now &- (lastUnfreeze ?? since) >= bound else { return report(reason) }
+        let elapsed = now &- min(lastUnfreeze ?? since, now)
+        guard frozen, reason.pid > 0 else { return report(reason) }
+        guard elapsed >= bound else {
+            // Look again when the bound is up, not a quarter term later.
+            wait = min(wait, .nanoseconds(Int64(bound - elapsed)))
+            return report(reason)
+        }
         lastUnfreeze = now
         return ask(.unfreeze(pid: reason.pid, policy: frozenHolder.policy), then: .unfreezing(reason))
     }

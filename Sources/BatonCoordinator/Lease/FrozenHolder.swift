@@ -35,7 +35,8 @@ public struct FrozenHolder: Sendable, Hashable {
 
     /// What to do.
     public var policy: Policy
-    /// How long the takeover is held up before the policy acts (and between two acts).
+    /// How long the holder must have been frozen (silent since its last heartbeat) while holding
+    /// up a takeover before the policy acts (and between two acts).
     public var bound: Duration
 
     /// Makes a policy.

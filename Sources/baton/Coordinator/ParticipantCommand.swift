@@ -94,7 +94,7 @@ struct ParticipantCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("frozen-bound"),
         help:
-            "Seconds a takeover is held up by a stopped or frozen holder's write transaction before --frozen-holder acts (and between two acts)."
+            "Seconds a holder holding up a takeover with its write transaction must have been stopped or frozen, counted from its last heartbeat, before --frozen-holder acts (and between two acts)."
     )
     var frozenBound: Double = 2
     @Option(
