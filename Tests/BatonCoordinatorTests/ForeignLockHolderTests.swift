@@ -40,17 +40,31 @@ struct ForeignLockHolderTests {
     func takenOverFrom() {
         let host = LockHolder(pid: 99, kind: .flock, access: .write)
         // The kernel agrees with the record (a frozen holder): the record's holder stands.
-        #expect(WriterLockHolders.takenOverFrom([host], record: Self.record(pid: 99)).isEmpty)
+        #expect(WriterLockHolders.takenOverFrom([host], record: Self.record(pid: 99), taker: 7).isEmpty)
         // The kernel says nothing: the record's holder stands.
-        #expect(WriterLockHolders.takenOverFrom(nil, record: Self.record(pid: 99, released: 5)).isEmpty)
-        #expect(WriterLockHolders.takenOverFrom([], record: Self.record(pid: 99, released: 5)).isEmpty)
+        #expect(
+            WriterLockHolders.takenOverFrom(nil, record: Self.record(pid: 99, released: 5), taker: 7).isEmpty)
+        #expect(
+            WriterLockHolders.takenOverFrom([], record: Self.record(pid: 99, released: 5), taker: 7).isEmpty)
         // "host released cleanly", but pid 1234 holds the lock; or the record names someone else.
         #expect(
-            WriterLockHolders.takenOverFrom([Self.flock], record: Self.record(pid: 99, released: 5)) == [
+            WriterLockHolders.takenOverFrom([Self.flock], record: Self.record(pid: 99, released: 5), taker: 7)
+                == [
+                    Self.flock
+                ])
+        #expect(
+            WriterLockHolders.takenOverFrom([Self.flock], record: Self.record(pid: 99), taker: 7) == [
                 Self.flock
             ])
-        #expect(WriterLockHolders.takenOverFrom([Self.flock], record: Self.record(pid: 99)) == [Self.flock])
-        #expect(WriterLockHolders.takenOverFrom([Self.flock], record: nil) == [Self.flock])
+        #expect(WriterLockHolders.takenOverFrom([Self.flock], record: nil, taker: 7) == [Self.flock])
+        // The taker was granted the lock as the record's holder died (killed by the frozen-holder
+        // policy): it is never named as the one taken over from; the record's holder stands.
+        let taker = LockHolder(pid: 7, kind: .flock, access: .write)
+        #expect(WriterLockHolders.takenOverFrom([taker], record: Self.record(pid: 99), taker: 7).isEmpty)
+        #expect(
+            WriterLockHolders.takenOverFrom([taker, Self.flock], record: Self.record(pid: 99), taker: 7) == [
+                Self.flock
+            ])
     }
 
     func observation(_ record: HeartbeatRecord) -> TakeoverWatch.Observation {

@@ -39,7 +39,7 @@ extension WriterLease {
         /// How long the holder had been silent.
         public var silentMillis: Double
         /// The lock's holders as `/proc/locks` listed them, when they were not the holder the
-        /// record names (``WriterLockHolders/takenOverFrom(_:record:)``): a process that locked
+        /// record names (``WriterLockHolders/takenOverFrom(_:record:taker:)``): a process that locked
         /// `D/writer.lock` without being Baton. Empty when the kernel agreed with the record.
         public var lockHolders: [LockHolder]
         /// What the lock file's record said (nil when it had none that parsed).
@@ -138,7 +138,7 @@ extension WriterLease {
         // Who holds the lock file as the kernel says, while it still does: a process that is
         // not the record's holder is named as the one taken over from.
         let lockHolders = WriterLockHolders.takenOverFrom(
-            seen.generation.flatMap { LockHolders.current(of: $0) }, record: seen.record)
+            seen.generation.flatMap { LockHolders.current(of: $0) }, record: seen.record, taker: getpid())
         let epoch = max(storeEpoch, heldEpoch) + 1
         // An earlier interval the silent holder never recorded the end of (it took the lease,
         // then froze before its first write) ends as its record says.

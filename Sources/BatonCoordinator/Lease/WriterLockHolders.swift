@@ -22,8 +22,13 @@ public enum WriterLockHolders {
     /// kernel's holders, when the record says its holder let go or names a process the kernel
     /// does not list. Empty when the kernel agrees with the record, or names nobody (`holders`
     /// nil or empty: `/proc/locks` unreadable, or the holder let go meanwhile), so the record's
-    /// holder stands.
-    public static func takenOverFrom(_ holders: [LockHolder]?, record: HeartbeatRecord?) -> [LockHolder] {
+    /// holder stands. The taker itself (`taker`) is never among them: the kernel may have
+    /// granted it the lock its wait was on as the holder died (a holder killed by the
+    /// frozen-holder policy) before the takeover completes.
+    public static func takenOverFrom(_ holders: [LockHolder]?, record: HeartbeatRecord?, taker: Int32)
+        -> [LockHolder]
+    {
+        let holders = holders?.filter { $0.knownPid != taker }
         guard let holders, !holders.isEmpty else { return [] }
         if let record, record.released == 0, holders.contains(where: { $0.pid == record.pid }) { return [] }
         return holders
