@@ -300,11 +300,16 @@ struct ParentChildrenSyncUpTests {
 
     @Test("leaveIfChanged: a tree whose child changed on the server waits whole; overwrite sends it")
     func leaveIfChanged() async throws {
-        try await withSyncFixture { f in
+        // Salesforce's clock stamps whole seconds: an edit in the second the tree was fetched in
+        // has its stamp, and no client can tell it (that test passed only when the run was slow
+        // enough to cross a second). The server's clock is held and moved on a second first.
+        let held = SalesforceClockTests.HeldClock()
+        try await withSyncFixture(configure: { $0.timeSource = held.source }) { f in
             let tree = try await createOnServerAndSyncDown(f, accounts: 2, contacts: 2)
             let (changed, untouched) = (tree.keys.sorted()[0], tree.keys.sorted()[1])
             try await update(f, "accounts", changed, "Name", "local")
             try await update(f, "accounts", untouched, "Name", "local too")
+            held.advance(1000)
             try await f.client.update(type: "Contact", id: tree[changed]![1], fields: ["LastName": "server"])
             try await trySyncUp(f, 2, .leaveIfChanged, target: try upTarget(f))
             #expect(try await f.client.get(type: "Account", id: changed)?["Name"] != "local")
@@ -388,7 +393,11 @@ struct ParentChildrenSyncUpTests {
             for _ in 0..<2 {
                 let sync = try await f.manager.syncUp(
                     target: target, options: SyncOptions(mergeMode: .overwrite), soupName: "managers")
-                #expect(await f.manager.waitForSync(id: sync.id)?.status == .done)
+                let done = await f.manager.waitForSync(id: sync.id)
+                #expect(done?.status == .done)
+                // The manager and both reports refused, counted in the sync's state, stored too.
+                #expect(done?.refusedCount == 3)
+                #expect(try SyncState.byId(sync.id, store: f.store)?.refusedCount == 3)
                 let server = try await f.client.adminRecords(type: "Contact")
                 #expect(Set(server.compactMap { $0["Id"]?.stringValue }) == [manager, report])
                 #expect(server.allSatisfy { $0["AccountId"] == .string(kept) })

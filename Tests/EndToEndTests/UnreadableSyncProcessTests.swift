@@ -168,7 +168,9 @@ extension HeavyEndToEnd {
             let events = f.log("host")
             let restarted = events.lastIndex { $0["event"] == "started" } ?? events.startIndex
             #expect(events[restarted...].filter { $0["event"] == "lease.acquired" }.count == 1)
-            #expect(!events.contains { $0["event"] == "writer.error" })
+            #expect(
+                !events.contains { $0["event"] == "writer.error" },
+                "\(events.filter { $0["event"] == "writer.error" })")
             try await f.finish()
         }
     }

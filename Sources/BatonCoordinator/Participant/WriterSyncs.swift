@@ -139,7 +139,9 @@ actor WriterSyncs {
             }
             return nil
         } catch {
-            log.log("writer.error", ["error": .string(String(describing: error))])
+            // The sync's retry failed (its row still unreadable, a store write refused): not a
+            // failed start of the writer, which `writer.error` is; the retry goes on.
+            log.log("sync.retryFailed", ["name": .string(name), "error": .string(String(describing: error))])
             return String(describing: error)
         }
     }

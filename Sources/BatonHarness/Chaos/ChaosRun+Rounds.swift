@@ -145,8 +145,9 @@ extension ChaosRun {
             .wait(timeout: .seconds(10)) {
                 members.contains { member in
                     member.log.events().dropFirst(marks[member.name] ?? 0).contains {
-                        ["sync.retry", "lease.failed", "writer.error", "status.failed"].contains(
-                            $0.event ?? "")
+                        ["sync.retry", "sync.retryFailed", "lease.failed", "writer.error", "status.failed"]
+                            .contains(
+                                $0.event ?? "")
                     }
                 }
             }
