@@ -207,6 +207,46 @@ struct SyncUpTests {
     }
 
     @Test(
+        "the records the server refused are counted in the sync's state, stored, heard by the listener, and counted again on the next run"
+    )
+    func refusedCounted() async throws {
+        try await withSyncFixture { f in
+            try f.unfenced.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
+            try f.unfenced.upsert(LocalFlags.markCreated(["Name": "fine"]), into: "accounts")
+            try f.unfenced.upsert(LocalFlags.markCreated(["Name": "bad", "bad field!": 1]), into: "accounts")
+            try f.unfenced.upsert(LocalFlags.markCreated(["Name": ""]), into: "accounts")
+            try f.unfenced.upsert(LocalFlags.markCreated(["Name": "also fine"]), into: "accounts")
+            let updates = UpdateLog()
+            // Batches of one: the count grows over the run's progress updates and is stored.
+            let sync = try await f.manager.syncUp(
+                target: try f.upTarget(batchSize: 1), soupName: "accounts", onUpdate: updates.block)
+            let done = try #require(await f.manager.waitForSync(id: sync.id))
+            #expect(done.status == .done)
+            #expect(done.refusedCount == 2)
+            #expect(try SyncState.byId(sync.id, store: f.store)?.refusedCount == 2)
+            let heard = await updates.first { $0.status == .done }
+            #expect(heard?.refusedCount == 2)
+            let counts = updates.all.map(\.refusedCount)
+            #expect(counts == counts.sorted(), "the count only grows within a run: \(counts)")
+            #expect(try await f.client.adminRecords(type: "Account").count == 2)
+
+            // One refused record repaired: the next run counts only what it refused.
+            try await f.unfenced.write { transaction in
+                let entry = try #require(
+                    try transaction.query(.all, in: "accounts").first { $0.record["Name"] == "" })
+                var record = entry.record
+                record["Name"] = "repaired"
+                try transaction.upsert(record, into: "accounts", entryId: entry.entryId)
+            }
+            _ = try await f.manager.reSync(id: sync.id)
+            let again = try #require(await f.manager.waitForSync(id: sync.id))
+            #expect(again.status == .done)
+            #expect(again.refusedCount == 1)
+            #expect(try await f.client.adminRecords(type: "Account").count == 3)
+        }
+    }
+
+    @Test(
         "the server dropping the response after committing a create, then a retry, leaves one server record")
     func droppedAfterCommit() async throws {
         try await withSyncFixture { f in

@@ -50,7 +50,8 @@ public struct SyncsReport: Encodable {
     /// A table, one row per sync.
     public var lines: [String] {
         let header = [
-            "ID", "NAME", "TYPE", "TARGET", "SOUP", "STATUS", "PROGRESS", "TOTAL", "MAXTIMESTAMP", "ERROR",
+            "ID", "NAME", "TYPE", "TARGET", "SOUP", "STATUS", "PROGRESS", "TOTAL", "REFUSED", "MAXTIMESTAMP",
+            "ERROR",
         ]
         let rows = syncs.map { stored in
             let retry = stored.name.flatMap { retries[$0] }
@@ -60,13 +61,14 @@ public struct SyncsReport: Encodable {
                     String(sync.id), sync.name ?? "-", sync.type.rawValue,
                     sync.target["type"]?.stringValue ?? "-", sync.soupName, sync.status.rawValue,
                     "\(sync.progress)%",
-                    String(sync.totalSize), String(sync.maxTimeStamp),
+                    String(sync.totalSize), sync.type == .syncUp ? String(sync.refusedCount) : "-",
+                    String(sync.maxTimeStamp),
                     Self.errorColumn(sync.error, retry: retry),
                 ]
             case .unreadable(let sync):
                 return [
                     String(sync.id), sync.name ?? "-", sync.type, "?", sync.soupName, sync.status, "-", "-",
-                    "-",
+                    "-", "-",
                     Self.errorColumn("unreadable: \(sync.problem)", retry: retry),
                 ]
             }

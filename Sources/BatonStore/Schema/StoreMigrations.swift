@@ -44,6 +44,7 @@ enum StoreMigrations {
         migrator.registerMigration("v5-lease-epoch-in-history", migrate: moveLeaseEpochIntoHistory)
         migrator.registerMigration("v6-sync-down-position", migrate: addSyncDownPosition)
         migrator.registerMigration("v7-write-guards", migrate: addWriteGuards)
+        migrator.registerMigration("v8-refused-count", migrate: addRefusedCount)
         return migrator
     }
 
@@ -191,5 +192,11 @@ enum StoreMigrations {
     static func addWriteGuards(_ db: Database) throws {
         let soups = try String.fetchAll(db, sql: "SELECT 'soup_' || id FROM soup_registry ORDER BY id")
         for table in WriteGuards.storeTables + soups { try WriteGuards.install(on: table, db: db) }
+    }
+
+    /// A sync up's count of the records the server refused in its last run (0 for rows from
+    /// before: their runs are not recounted).
+    static func addRefusedCount(_ db: Database) throws {
+        try db.execute(sql: "ALTER TABLE sync_state ADD COLUMN refusedCount INTEGER NOT NULL DEFAULT 0")
     }
 }

@@ -37,6 +37,8 @@ public struct SyncStateRow: Sendable, Hashable {
     public var runServerTime: Int64?
     /// The id of the last record the run in progress saved, when its fetch is ordered by id.
     public var resumeAfterId: String?
+    /// A sync up's records the server refused in its last run (each keeps `__last_error__`).
+    public var refusedCount: Int
 
     /// Makes a row from its columns; `id` stays 0 until ``StoreTransaction/insertSyncState(_:)`` assigns one.
     public init(
@@ -44,7 +46,7 @@ public struct SyncStateRow: Sendable, Hashable {
         status: String, progress: Int = 0, totalSize: Int = -1, maxTimeStamp: Int64 = -1,
         startTime: Int64? = nil,
         endTime: Int64? = nil, error: String? = nil, modifiedSince: Int64? = -1, runServerTime: Int64? = nil,
-        resumeAfterId: String? = nil
+        resumeAfterId: String? = nil, refusedCount: Int = 0
     ) {
         self.id = id
         self.name = name
@@ -62,6 +64,7 @@ public struct SyncStateRow: Sendable, Hashable {
         self.modifiedSince = modifiedSince
         self.runServerTime = runServerTime
         self.resumeAfterId = resumeAfterId
+        self.refusedCount = refusedCount
     }
 
     /// Reads a stored row, column by column.
@@ -112,6 +115,7 @@ public struct SyncStateRow: Sendable, Hashable {
         let modifiedSince: Int64? = column("modifiedSince", "an integer", else: nil)
         let runServerTime: Int64? = column("runServerTime", "an integer", else: nil)
         let resumeAfterId: String? = column("resumeAfterId", "text", else: nil)
+        let refusedCount: Int = column("refusedCount", "an integer", else: 0)
         guard problems.isEmpty else {
             return .failure(
                 UnreadableSyncRow(
@@ -123,7 +127,7 @@ public struct SyncStateRow: Sendable, Hashable {
                 id: id, name: name, type: type, target: target, options: options, soupName: soupName,
                 status: status, progress: progress, totalSize: totalSize, maxTimeStamp: maxTimeStamp,
                 startTime: startTime, endTime: endTime, error: error, modifiedSince: modifiedSince,
-                runServerTime: runServerTime, resumeAfterId: resumeAfterId))
+                runServerTime: runServerTime, resumeAfterId: resumeAfterId, refusedCount: refusedCount))
     }
 }
 
@@ -200,14 +204,16 @@ extension StoreTransaction {
         try db.execute(
             sql: """
                 INSERT INTO sync_state (name, type, target, options, soupName, status, progress, totalSize,
-                    maxTimeStamp, startTime, endTime, error, modifiedSince, runServerTime, resumeAfterId)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    maxTimeStamp, startTime, endTime, error, modifiedSince, runServerTime, resumeAfterId,
+                    refusedCount)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 state.name, state.type, state.target.jsonString, state.options.jsonString, state.soupName,
                 state.status,
                 state.progress, state.totalSize, state.maxTimeStamp, state.startTime, state.endTime,
                 state.error, state.modifiedSince, state.runServerTime, state.resumeAfterId,
+                state.refusedCount,
             ])
         var inserted = state
         inserted.id = db.lastInsertedRowID
@@ -222,7 +228,7 @@ extension StoreTransaction {
             """
             UPDATE sync_state SET name = ?, type = ?, target = ?, options = ?, soupName = ?, status = ?,
                 progress = ?, totalSize = ?, maxTimeStamp = ?, startTime = ?, endTime = ?, error = ?,
-                modifiedSince = ?, runServerTime = ?, resumeAfterId = ?
+                modifiedSince = ?, runServerTime = ?, resumeAfterId = ?, refusedCount = ?
             WHERE id = ?
             """
         ).execute(
@@ -230,7 +236,9 @@ extension StoreTransaction {
                 state.name, state.type, state.target.jsonString, state.options.jsonString, state.soupName,
                 state.status,
                 state.progress, state.totalSize, state.maxTimeStamp, state.startTime, state.endTime,
-                state.error, state.modifiedSince, state.runServerTime, state.resumeAfterId, state.id,
+                state.error, state.modifiedSince, state.runServerTime, state.resumeAfterId,
+                state.refusedCount,
+                state.id,
             ])
         guard db.changesCount > 0 else {
             throw StoreError(.unknownSync, "sync \(state.id) no longer exists")

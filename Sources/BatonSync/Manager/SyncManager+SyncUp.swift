@@ -5,7 +5,8 @@ extension SyncManager {
     /// Sends the soup's local changes batch by batch, checking for a stop before each batch.
     /// Creates go as upserts on a client-generated external id (saved locally first), so a
     /// crash between the server's create and the local update never makes a duplicate. A record
-    /// the server refuses keeps its flags and gets `__last_error__`; the sync still ends `done`.
+    /// the server refuses keeps its flags and gets `__last_error__`; the sync still ends `done`,
+    /// with the records refused counted in its state (``SyncState/refusedCount``).
     func runSyncUp(_ state: inout SyncState, onUpdate: SyncUpdateBlock?) async throws {
         let target = try syncUpTarget(of: state)
         let soup = state.soupName
@@ -19,8 +20,10 @@ extension SyncManager {
         var counted = state
         counted.totalSize = dirtyIds.count
         counted.progress = 0
+        counted.refusedCount = 0
         try await persist(counted, onUpdate: onUpdate)
         state = counted
+        var refused = 0
         var processed = 0
         var start = 0
         while start < dirtyIds.count {
@@ -28,9 +31,9 @@ extension SyncManager {
             let batch = Array(dirtyIds[start..<min(dirtyIds.count, start + max(1, target.batchSize))])
             start += batch.count
             if let tree {
-                for entryId in batch { try await syncUpTree(entryId, state: state, target: tree) }
+                for entryId in batch { refused += try await syncUpTree(entryId, state: state, target: tree) }
             } else {
-                try await syncUpBatch(batch, state: state, target: target)
+                refused += try await syncUpBatch(batch, state: state, target: target)
             }
             let before = processed
             processed += batch.count
@@ -40,6 +43,7 @@ extension SyncManager {
             guard let last = steps.last else { continue }
             var next = state
             next.progress = last
+            next.refusedCount = refused
             try await writeState(next, through: writer())
             state = next
             for progress in steps {
@@ -48,6 +52,13 @@ extension SyncManager {
                 notify(step, onUpdate: onUpdate)
             }
         }
+        // The last batches may have had no progress of their own to persist: the count goes in
+        // before the end (which writes the status only).
+        guard state.refusedCount != refused else { return }
+        var final = state
+        final.refusedCount = refused
+        try await writeState(final, through: writer())
+        state = final
     }
 
     /// The fields and names one batch of a sync up works with.
@@ -79,12 +90,13 @@ extension SyncManager {
     }
 
     /// One batch: classify and prepare the records (locally, durably), compare them with the
-    /// server under leaveIfChanged, send, and apply the outcomes in one transaction.
-    func syncUpBatch(_ entryIds: [Int64], state: SyncState, target: any SyncUpTarget) async throws {
+    /// server under leaveIfChanged, send, and apply the outcomes in one transaction. Returns the
+    /// number of records the server refused.
+    func syncUpBatch(_ entryIds: [Int64], state: SyncState, target: any SyncUpTarget) async throws -> Int {
         let batch = SyncUpBatch(state: state, target: target)
         let access = try writer()
         let (changes, classified) = try await classify(entryIds, batch, access: access)
-        guard !changes.isEmpty else { return }
+        guard !changes.isEmpty else { return 0 }
         let compared =
             state.mergeMode == .leaveIfChanged
             ? try await compareWithServer(changes, batch, state: state, target: target)
@@ -94,7 +106,7 @@ extension SyncManager {
             compared.toSend, batch, state: state, target: target, access: access)
         // Each record as it was when its change was made, to tell a local edit made meanwhile.
         let sentRecords = classified.merging(resent) { _, new in new }
-        try await applyOutcomes(
+        return try await applyOutcomes(
             changes, outcomes: outcomes, sentRecords: sentRecords, compared: compared, batch, access: access)
     }
 
@@ -229,18 +241,21 @@ extension SyncManager {
         return (outcomes, resent)
     }
 
-    /// Applies the outcomes locally in one transaction.
+    /// Applies the outcomes locally in one transaction; returns the number of records the
+    /// server refused (an error, or the record deleted there for an update, or its parent gone),
+    /// each left with `__last_error__`. Records not sent (leaveIfChanged) are not counted.
     func applyOutcomes(
         _ changes: [LocalChange], outcomes: [Int64: SyncUpOutcome], sentRecords: [Int64: JSONObject],
         compared: Compared, _ batch: SyncUpBatch, access: WriteAccess
-    ) async throws {
+    ) async throws -> Int {
         let (soup, idField, extField) = (batch.soup, batch.idField, batch.extField)
         let kinds = Dictionary(uniqueKeysWithValues: changes.map { ($0.entryId, $0.kind) })
         let finalOutcomes = outcomes
         let sentAs = sentRecords
         let gone = compared.serverGone
         let notCompared = compared.uncompared
-        try await access.write { transaction in
+        return try await access.write { transaction -> Int in
+            var refused = 0
             for (entryId, kind) in kinds.sorted(by: { $0.key < $1.key }) {
                 guard var record = try transaction.entry(entryId, in: soup)?.record else { continue }
                 guard let outcome = finalOutcomes[entryId] else {
@@ -277,15 +292,19 @@ extension SyncManager {
                     } else {
                         record[LocalFlags.lastError] = "deleted on the server"
                         try transaction.upsert(record, into: soup, entryId: entryId)
+                        refused += 1
                     }
                 case .failed(let message):
                     record[LocalFlags.lastError] = .string(message)
                     try transaction.upsert(record, into: soup, entryId: entryId)
+                    refused += 1
                 case .parentMissing:
                     record[LocalFlags.lastError] = "its parent is deleted on the server"
                     try transaction.upsert(record, into: soup, entryId: entryId)
+                    refused += 1
                 }
             }
+            return refused
         }
     }
 

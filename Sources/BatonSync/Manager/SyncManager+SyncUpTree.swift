@@ -58,17 +58,20 @@ extension SyncManager {
     ///
     /// - Parameter again: this is the one re-send after the server deleted a record the sync
     ///   updates (`overwrite` recreates it, as Mobile Sync does).
+    ///
+    /// - Returns: the number of the tree's records the server refused (each left with
+    ///   `__last_error__`).
     func syncUpTree(
         _ parentEntryId: Int64, state: SyncState, target: any TreeSyncUpTarget, again: Bool = false
-    ) async throws {
+    ) async throws -> Int {
         let tree = TreeSync(parentEntryId, state: state, target: target, again: again)
         let access = try writer()
         guard let prepared = try await prepareTree(tree, target: target, access: access),
             prepared.parentChange != nil || !prepared.children.isEmpty
-        else { return }
+        else { return 0 }
         if state.mergeMode == .leaveIfChanged {
             guard try await treeIsCurrent(prepared, tree, state: state, target: target, access: access) else {
-                return
+                return 0
             }
         }
         try checkForStop(state.id)
@@ -76,14 +79,14 @@ extension SyncManager {
             TreeChange(
                 parent: prepared.parentChange, parentServerId: prepared.parentServerId,
                 children: prepared.children))
-        let recreate = try await access.write { transaction -> Bool in
-            let (parentServerId, recreateParent) = try Self.saveParentOutcome(
-                prepared, outcome, tree, in: transaction)
-            let recreateChildren = try Self.saveChildrenOutcomes(
-                prepared, outcome, parentServerId: parentServerId, tree, in: transaction)
-            return recreateParent || recreateChildren
+        let (recreate, refused) = try await access.write { transaction -> (Bool, Int) in
+            let parent = try Self.saveParentOutcome(prepared, outcome, tree, in: transaction)
+            let children = try Self.saveChildrenOutcomes(
+                prepared, outcome, parentServerId: parent.parentServerId, tree, in: transaction)
+            return (parent.recreate || children.recreate, parent.refused + children.refused)
         }
-        if recreate { try await syncUpTree(parentEntryId, state: state, target: target, again: true) }
+        guard recreate else { return refused }
+        return try await refused + syncUpTree(parentEntryId, state: state, target: target, again: true)
     }
 
     /// The tree as it is now, with the changes to send; created records get their external id,
@@ -218,16 +221,17 @@ extension SyncManager {
         return newer
     }
 
-    /// Saves what the server did with the parent; returns the parent's server id now and
-    /// whether the tree must be sent again (the server deleted the parent: under overwrite it is
-    /// created again, once).
+    /// Saves what the server did with the parent; returns the parent's server id now, whether
+    /// the tree must be sent again (the server deleted the parent: under overwrite it is created
+    /// again, once), and whether the server refused it (1) or not (0).
     static func saveParentOutcome(
         _ prepared: PreparedTree, _ outcome: TreeOutcome, _ tree: TreeSync, in transaction: StoreTransaction
-    ) throws -> (parentServerId: String?, recreate: Bool) {
+    ) throws -> (parentServerId: String?, recreate: Bool, refused: Int) {
         let (parentEntryId, soup, children) = (tree.parentEntryId, tree.soup, tree.children)
         let (idField, extField, masterDetail) = (tree.idField, tree.extField, tree.masterDetail)
         let (overwrite, again) = (tree.overwrite, tree.again)
         var recreate = false
+        var refused = 0
         var parentServerId = prepared.parentServerId
         if let change = prepared.parentChange, let result = outcome.parent,
             var record = try transaction.entry(parentEntryId, in: soup)?.record
@@ -262,27 +266,32 @@ extension SyncManager {
                 } else {
                     record[LocalFlags.lastError] = "deleted on the server"
                     try transaction.upsert(record, into: soup, entryId: parentEntryId)
+                    refused = 1
                 }
             case .failed(let message):
                 record[LocalFlags.lastError] = .string(message)
                 try transaction.upsert(record, into: soup, entryId: parentEntryId)
+                refused = 1
             case .parentMissing:
                 record[LocalFlags.lastError] = "refused: a record it refers to is deleted on the server"
                 try transaction.upsert(record, into: soup, entryId: parentEntryId)
+                refused = 1
             }
         }
-        return (parentServerId, recreate)
+        return (parentServerId, recreate, refused)
     }
 
-    /// Saves what the server did with each child; returns whether the tree must be sent again.
+    /// Saves what the server did with each child; returns whether the tree must be sent again,
+    /// and how many children the server refused.
     static func saveChildrenOutcomes(
         _ prepared: PreparedTree, _ outcome: TreeOutcome, parentServerId: String?, _ tree: TreeSync,
         in transaction: StoreTransaction
-    ) throws -> Bool {
+    ) throws -> (recreate: Bool, refused: Int) {
         let (parentEntryId, soup, children) = (tree.parentEntryId, tree.soup, tree.children)
         let (idField, masterDetail) = (tree.idField, tree.masterDetail)
         let (overwrite, again) = (tree.overwrite, tree.again)
         var recreate = false
+        var refused = 0
         for (change, result) in zip(prepared.children, outcome.children) {
             guard var record = try transaction.entry(change.entryId, in: children.soupName)?.record else {
                 continue
@@ -316,6 +325,7 @@ extension SyncManager {
                 } else {
                     record[LocalFlags.lastError] = "deleted on the server"
                     try transaction.upsert(record, into: children.soupName, entryId: change.entryId)
+                    refused += 1
                 }
             case .parentMissing:
                 // The parent is gone on the server: under overwrite it is created again.
@@ -327,13 +337,15 @@ extension SyncManager {
                 } else {
                     record[LocalFlags.lastError] = "its parent is deleted on the server"
                     try transaction.upsert(record, into: children.soupName, entryId: change.entryId)
+                    refused += 1
                 }
             case .failed(let message):
                 record[LocalFlags.lastError] = .string(message)
                 try transaction.upsert(record, into: children.soupName, entryId: change.entryId)
+                refused += 1
             }
         }
-        return recreate
+        return (recreate, refused)
     }
 
     /// Marks a parent the server deleted to be created again, with its local children: created

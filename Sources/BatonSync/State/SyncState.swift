@@ -26,13 +26,17 @@ public struct SyncState: Sendable, Hashable, Encodable {
     public var endTime: Int64?
     /// Why the last run failed, if it did.
     public var error: String?
+    /// A sync up's records the server refused in its last run (or in the run so far): each
+    /// stays dirty with the server's answer in `__last_error__`. The run still ends `done`, as
+    /// Mobile Sync's does; this count is how an app tells that something did not go up.
+    public var refusedCount: Int = 0
 
     public var mergeMode: MergeMode { options.mergeMode }
 
     /// What `baton syncs --json` shows of it.
     enum CodingKeys: String, CodingKey {
         case id, name, type, target, options, status, progress, totalSize, maxTimeStamp, startTime, endTime
-        case error
+        case error, refusedCount
         case soupName = "soup"
         case modifiedSince, resumeAfterId
     }
@@ -52,6 +56,7 @@ public struct SyncState: Sendable, Hashable, Encodable {
         try container.encodeIfPresent(startTime, forKey: .startTime)
         try container.encodeIfPresent(endTime, forKey: .endTime)
         try container.encodeIfPresent(error, forKey: .error)
+        if type == .syncUp { try container.encode(refusedCount, forKey: .refusedCount) }
         if type == .syncDown {
             try container.encode(position.modifiedSince ?? -1, forKey: .modifiedSince)
             try container.encodeIfPresent(position.run?.afterId, forKey: .resumeAfterId)
@@ -82,6 +87,7 @@ public struct SyncState: Sendable, Hashable, Encodable {
         startTime = row.startTime
         endTime = row.endTime
         error = row.error
+        refusedCount = row.refusedCount
         position = Self.position(of: row)
     }
 
@@ -119,7 +125,8 @@ public struct SyncState: Sendable, Hashable, Encodable {
             soupName: soupName,
             status: status.rawValue, progress: progress, totalSize: totalSize, maxTimeStamp: maxTimeStamp,
             startTime: startTime, endTime: endTime, error: error, modifiedSince: position.modifiedSince ?? -1,
-            runServerTime: position.run.map { $0.serverTime ?? -1 }, resumeAfterId: position.run?.afterId)
+            runServerTime: position.run.map { $0.serverTime ?? -1 }, resumeAfterId: position.run?.afterId,
+            refusedCount: refusedCount)
     }
 
     /// The persisted syncs with `status`, in id order (Mobile Sync's `getSyncsWithStatus`).
