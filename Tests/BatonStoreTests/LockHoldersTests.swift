@@ -43,6 +43,36 @@ struct LockHoldersTests {
         #expect(ofd.first?.description == "an open file description lock (the kernel names no process)")
     }
 
+    /// `/proc/locks` for a store's `-shm` (inode 16226464) while Python's sqlite3 held a write
+    /// transaction in WAL mode (pid 14359) and another of its connections a read transaction.
+    static let walCaptured = """
+        1: POSIX  ADVISORY  WRITE 14359 fe:00:16226464 120 120
+        2: POSIX  ADVISORY  READ 14359 fe:00:16226464 124 124
+        3: POSIX  ADVISORY  READ 14359 fe:00:16226464 128 128
+        4: POSIX  ADVISORY  WRITE 222 fe:00:16226464 0 EOF
+        5: POSIX  ADVISORY  WRITE 333 fe:00:16226465 120 120
+        6: POSIX  ADVISORY  WRITE 444 fe:00:16226464 121 127
+        7: -> POSIX  ADVISORY  WRITE 555 fe:00:16226464 120 120
+
+        """
+
+    @Test("the WAL write lock: a POSIX write lock covering byte 120 of the -shm, not a waiter, not a read")
+    func walWriters() {
+        #expect(LockHolders.walWriteLockByte == 120)
+        #expect(
+            LockHolders.posixWriters(
+                covering: 120, in: Self.walCaptured, device: Self.device, inode: 16_226_464)
+                == [14359, 222])
+        // After the commit only the read locks are left: nobody writes.
+        let committed = Self.walCaptured.split(separator: "\n").filter { !$0.contains(" WRITE ") }
+            .joined(separator: "\n")
+        #expect(
+            LockHolders.posixWriters(covering: 120, in: committed, device: Self.device, inode: 16_226_464)
+                .isEmpty)
+        #expect(
+            LockHolders.posixWriters(covering: 120, in: "", device: Self.device, inode: 16_226_464).isEmpty)
+    }
+
     @Test("another device or inode, and lines that do not parse, list nobody")
     func noMatch() {
         #expect(LockHolders.parse(Self.captured, device: Self.device + 1, inode: 16_220_936).isEmpty)

@@ -18,8 +18,9 @@ import Foundation
 ///   the kill lands): its open transaction rolls back, as iOS ends a suspended app that holds a
 ///   lock in a shared container (0xdead10cc). What it had committed stays.
 ///
-/// Either action is taken only on a process the kernel names as a holder of `D/writer.lock`
-/// (`/proc/locks`) and sees stopped or frozen, never on a pid read from a file alone. A process
+/// Either action is taken only on a process the kernel names as a holder of `D/writer.lock` and
+/// of SQLite's WAL write lock (`/proc/locks`) and sees stopped or frozen, never on a pid read
+/// from a file alone. A process
 /// stopped by a debugger (traced, `t`) does not resume on `SIGCONT`: under `thaw` the wait goes
 /// on and names it; under `kill` the debugged process is killed.
 public struct FrozenHolder: Sendable, Hashable {
@@ -49,10 +50,13 @@ public struct FrozenHolder: Sendable, Hashable {
     public static let standard = FrozenHolder()
 
     /// Carries out the policy on `pid` if the kernel names it as a holder of the lock file at
-    /// `lockPath` and it is stopped or frozen; returns what was done, as a phrase (nil: nothing).
-    static func act(_ policy: Policy, on pid: Int32, lockPath: String) -> String? {
+    /// `lockPath` and, when the store's log index at `shmPath` can be looked at, as the holder
+    /// of SQLite's WAL write lock (so a stopped writer is never acted on for a write
+    /// transaction another process holds); returns what was done, as a phrase (nil: nothing).
+    static func act(_ policy: Policy, on pid: Int32, lockPath: String, shmPath: String) -> String? {
         guard policy != .wait, pid > 0,
-            let holders = LockHolders.current(at: lockPath), holders.contains(where: { $0.pid == pid })
+            let holders = LockHolders.current(at: lockPath), holders.contains(where: { $0.pid == pid }),
+            LockHolders.walWriters(shmPath: shmPath)?.contains(pid) ?? true
         else { return nil }
         let cgroup = FreezerCgroup.of(pid)
         switch policy {

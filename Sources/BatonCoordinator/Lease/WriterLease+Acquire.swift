@@ -68,7 +68,10 @@ extension WriterLease {
             case .report(let blocked):
                 onBlocked(blocked)
             case .unfreeze(let pid, let policy):
-                return .unfroze(FrozenHolder.act(policy, on: pid, lockPath: lease.directory.writerLockPath))
+                return .unfroze(
+                    FrozenHolder.act(
+                        policy, on: pid, lockPath: lease.directory.writerLockPath,
+                        shmPath: lease.directory.storePath + "-shm"))
             case .begin:
                 if let lock = inHand.take() { held = try lease.begin(with: lock) }
                 return .began

@@ -86,6 +86,47 @@ public enum LockHolders {
         return holders
     }
 
+    /// The processes holding a process-associated (`POSIX`) write lock on a range that covers
+    /// `byte` of the file with `device` and `inode`, in `text` (the content of `/proc/locks`):
+    /// for SQLite's log index (`-shm`), byte 120 is the WAL write lock, held by the one
+    /// connection in a write transaction.
+    public static func posixWriters(covering byte: UInt64, in text: String, device: UInt64, inode: UInt64)
+        -> [Int32]
+    {
+        let major = ((device >> 8) & 0xfff) | ((device >> 32) & ~UInt64(0xfff))
+        let minor = (device & 0xff) | ((device >> 12) & ~UInt64(0xff))
+        var writers: [Int32] = []
+        for line in text.split(separator: "\n") {
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard fields.count >= 8, fields[0].hasSuffix(":"),
+                !fields.contains(where: { $0.hasPrefix("->") }),
+                fields[1] == "POSIX", fields[3] == "WRITE", let pid = Int32(fields[4]),
+                let start = UInt64(fields[6]), start <= byte,
+                fields[7] == "EOF" || (UInt64(fields[7]).map { $0 >= byte } ?? false)
+            else { continue }
+            let place = fields[5].split(separator: ":", omittingEmptySubsequences: false)
+            guard place.count == 3, UInt64(place[0], radix: 16) == major,
+                UInt64(place[1], radix: 16) == minor,
+                UInt64(place[2]) == inode
+            else { continue }
+            writers.append(pid)
+        }
+        return writers
+    }
+
+    /// The byte of SQLite's log index (`-shm`) whose write lock is the WAL write lock
+    /// (`UNIX_SHM_BASE`, `(22 + SQLITE_SHM_NLOCK) * 4`, plus `WAL_WRITE_LOCK`, 0).
+    public static let walWriteLockByte: UInt64 = 120
+
+    /// The processes holding SQLite's WAL write lock on the store whose log index is at
+    /// `shmPath`, now; nil when there is no such file or `/proc/locks` cannot be read.
+    public static func walWriters(shmPath: String) -> [Int32]? {
+        guard let identity = FileIdentity.of(shmPath), let bytes = readAll("/proc/locks") else { return nil }
+        return posixWriters(
+            covering: walWriteLockByte, in: String(decoding: bytes, as: UTF8.self), device: identity.device,
+            inode: identity.inode)
+    }
+
     /// A process's command as `/proc/PID/cmdline` (arguments separated by NUL bytes) and
     /// `/proc/PID/comm` give it: the command line with spaces, cut at 160 characters, else the
     /// `comm` name; nil when neither says anything.

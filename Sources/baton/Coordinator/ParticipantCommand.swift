@@ -88,7 +88,7 @@ struct ParticipantCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("frozen-holder"),
         help: ArgumentHelp(
-            "What this participant, waiting for the lease, does about a holder the kernel shows stopped (SIGSTOP) or frozen (cgroup freezer) inside a write transaction once --frozen-bound has passed: wait (name it in the status and log until somebody acts), thaw (SIGCONT, and THAWED for its v1 freezer cgroup: its page commits, then the takeover completes and it is fenced), or kill (SIGKILL: its open page rolls back). Only a process the kernel names as holding D/writer.lock is signalled. A process stopped by a debugger does not resume on SIGCONT.",
+            "What this participant, waiting for the lease, does about a holder the kernel shows stopped (SIGSTOP) or frozen (cgroup freezer) inside a write transaction once --frozen-bound has passed: wait (name it in the status and log until somebody acts), thaw (SIGCONT, and THAWED for its v1 freezer cgroup: its page commits, then the takeover completes and it is fenced), or kill (SIGKILL: its open page rolls back). Only a process the kernel names as holding D/writer.lock and SQLite's WAL write lock is signalled. A process stopped by a debugger does not resume on SIGCONT.",
             valueName: "wait|thaw|kill"))
     var frozenHolder: FrozenHolderOption = .thaw
     @Option(
