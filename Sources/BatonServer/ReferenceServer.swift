@@ -40,13 +40,18 @@ public struct ReferenceServer: Sendable {
         /// holds still to make edits land in the same second. Answers' `Date` headers always
         /// carry the wall clock.
         public var timeSource: @Sendable () -> Int64
+        /// How long `sObject Get Deleted` answers for a deleted id (Salesforce: 15 days); the
+        /// log before it is purged, and a window starting earlier is refused.
+        public var deletedRetention: Duration
 
         public init(
             host: String = "127.0.0.1", port: Int = 0, token: String, dataPath: String? = nil,
             locatorLifetime: Duration = .seconds(15 * 60), childPageSize: Int = defaultChildPageSize,
             schema: ServerSchema = .standard, clock: ServerClock = .salesforce,
-            timeSource: @escaping @Sendable () -> Int64 = WallClock.nowMillis
+            timeSource: @escaping @Sendable () -> Int64 = WallClock.nowMillis,
+            deletedRetention: Duration = defaultDeletedRetention
         ) {
+            self.deletedRetention = deletedRetention
             self.schema = schema
             self.clock = clock
             self.timeSource = timeSource
@@ -60,6 +65,8 @@ public struct ReferenceServer: Sendable {
 
         /// Salesforce's: a nested result holds about 200 children before it pages.
         public static let defaultChildPageSize = 200
+        /// Salesforce's: the delete log answers for 15 days.
+        public static let defaultDeletedRetention: Duration = .seconds(15 * 24 * 3600)
     }
 
     let configuration: Configuration
@@ -162,7 +169,8 @@ public struct ReferenceServer: Sendable {
                 storage: storage, stats: stats, locatorLifetime: configuration.locatorLifetime,
                 childPageSize: configuration.childPageSize),
             faults: faults,
-            stats: stats)
+            stats: stats, held: held,
+            deletedRetention: Int64(configuration.deletedRetention.components.seconds) * 1000)
         router.get("services/data") { _, _ in Response.json(.ok, APIVersions.listing) }
         let versioned = router.group("services/data/:version").add(middleware: APIVersionMiddleware())
         data.register(on: versioned)

@@ -10,6 +10,7 @@ struct BenchFigures: Encodable {
     var takeover: Takeover?
     var resumeWaste: ResumeWaste?
     var incremental: Incremental?
+    var ghosts: Ghosts?
     var contention: Contention?
     var readers: Readers?
     var memory: Memory?
@@ -126,6 +127,41 @@ struct BenchFigures: Encodable {
         init(_ waste: [ResumeWasteBench.Case]) {
             maxExtraRecords = waste.map(\.extra).max() ?? 0
             cases = waste.map { Case(stopAtPercent: $0.stopAt, tie: $0.tie, extra: $0.extra) }
+        }
+    }
+
+    /// Clean resync ghosts after a few deletions: the deletions since the last clean against a
+    /// comparison of every id, medians of the rounds.
+    struct Ghosts: Encodable {
+        var records: Int
+        var deletes: Int
+        var fullRequests: Double
+        var incrementalRequests: Double
+        var fullIds: Double
+        var incrementalIds: Double
+        var fullMs: Double
+        var incrementalMs: Double
+        /// Incremental over full: ids transferred, time.
+        var idsRatio: Double
+        var timeRatio: Double
+        var rounds: [GhostBench.Round]
+
+        init(_ result: GhostBench.Result) {
+            records = result.records
+            deletes = result.deletes
+            rounds = result.rounds
+            func median(_ way: String, _ value: (GhostBench.Round) -> Double) -> Double {
+                BenchStats.percentile(result.rounds.filter { $0.way == way }.map(value), 50)
+            }
+            fullRequests = median("full") { Double($0.requests) }
+            incrementalRequests = median("incremental") { Double($0.requests) }
+            fullIds = median("full") { Double($0.idsTransferred) }
+            incrementalIds = median("incremental") { Double($0.idsTransferred) }
+            let (full, incremental) = (median("full", \.ms), median("incremental", \.ms))
+            fullMs = round(full)
+            incrementalMs = round(incremental, 100)
+            idsRatio = round(incrementalIds / max(fullIds, 1), 10_000)
+            timeRatio = round(incremental / max(full, 0.001), 10_000)
         }
     }
 

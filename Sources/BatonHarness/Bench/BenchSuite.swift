@@ -5,7 +5,8 @@ import Foundation
 public struct BenchSuite: Sendable {
     /// The scenarios, in the order they run.
     public static let scenarios = [
-        "ingest", "lifecycle", "takeover", "waste", "incremental", "contention", "readers", "memory",
+        "ingest", "lifecycle", "takeover", "waste", "incremental", "ghosts", "contention", "readers",
+        "memory",
     ]
 
     public var records: Int
@@ -73,6 +74,11 @@ public struct BenchSuite: Sendable {
             progress("incremental runs on each server clock: what the overlap fetches again…")
             incremental = try await IncrementalBench.run(records: min(records, 20_000))
             figures.incremental = .init(incremental)
+        }
+        if wanted("ghosts") {
+            let soup = min(records, 100_000)
+            progress("ghosts: clean resync ghosts of \(soup) records after 10 deletions, both ways…")
+            figures.ghosts = .init(try await GhostBench.run(records: soup))
         }
         if wanted("contention") {
             progress("5/6 contention…")
@@ -162,6 +168,10 @@ public struct BenchSuite: Sendable {
             (
                 "incremental",
                 "| incremental runs, records fetched per record changed since the run before: Salesforce's clock; ideal clock | \(v("incremental.salesforce.fetchedPerChanged")); \(v("incremental.ideal.fetchedPerChanged")) | 1 (extra per run: \(v("incremental.salesforce.extraPerRun")); \(v("incremental.ideal.extraPerRun")); an idle run fetched \(v("incremental.salesforce.idleFetched")); \(v("incremental.ideal.idleFetched"))) | |"
+            ),
+            (
+                "ghosts",
+                "| clean resync ghosts, \(v("ghosts.deletes")) deleted in \(v("ghosts.records")) records: requests; ids transferred; ms (the deletions since vs every id) | \(v("ghosts.incrementalRequests")); \(v("ghosts.incrementalIds")); \(v("ghosts.incrementalMs")) | \(v("ghosts.fullRequests")); \(v("ghosts.fullIds")); \(v("ghosts.fullMs")) | ids \(v("ghosts.idsRatio")), time \(v("ghosts.timeRatio")) |"
             ),
             (
                 "contention",

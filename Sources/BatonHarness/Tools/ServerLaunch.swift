@@ -8,7 +8,8 @@ public enum ServerLaunch {
     public static func make(
         host: String, port: Int, token: String, dataPath: String?, schemaFile: String?,
         clock: ServerClock = .salesforce, seeds: [ServerSeed],
-        childPageSize: Int = ReferenceServer.Configuration.defaultChildPageSize
+        childPageSize: Int = ReferenceServer.Configuration.defaultChildPageSize,
+        deletedRetention: Duration = ReferenceServer.Configuration.defaultDeletedRetention
     ) throws -> ReferenceServer {
         let schema: ServerSchema
         do {
@@ -20,7 +21,7 @@ public enum ServerLaunch {
             let server = try ReferenceServer(
                 configuration: .init(
                     host: host, port: port, token: token, dataPath: dataPath, childPageSize: childPageSize,
-                    schema: schema, clock: clock),
+                    schema: schema, clock: clock, deletedRetention: deletedRetention),
                 logger: Logger(label: "baton.serve"))
             for seed in seeds {
                 try server.seed(type: seed.type, count: seed.count, timeStamps: seed.timeStamps)

@@ -45,10 +45,13 @@ extension RESTClient {
 
     /// Deletes records (given ids, or `count` random ones); returns the ids deleted.
     @discardableResult
-    public func adminDelete(type: String, ids: [String]? = nil, count: Int? = nil) async throws -> [String] {
+    public func adminDelete(
+        type: String, ids: [String]? = nil, count: Int? = nil, ageSeconds: Int? = nil
+    ) async throws -> [String] {
         var body: JSONObject = ["type": .string(type)]
         if let ids { body["ids"] = .array(ids.map(JSONValue.string)) }
         if let count { body["count"] = .int(Int64(count)) }
+        if let ageSeconds { body["ageSeconds"] = .int(Int64(ageSeconds)) }
         let reply = try await send(.POST, "/admin/delete", body: .object(body), idempotent: false)
         return reply.body.value(atPath: "ids")?.arrayValue?.compactMap(\.stringValue) ?? []
     }

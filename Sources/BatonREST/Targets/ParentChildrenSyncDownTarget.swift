@@ -244,6 +244,20 @@ public struct ParentChildrenSyncDownTarget: SyncDownTarget {
         try await remoteIds(try await client.queryFirstPage(remoteIdsQuery))
     }
 
+    /// The parents' and the children's deletions (two requests); nil when either's ids are not
+    /// Salesforce ids.
+    public func deletedSince(_ since: Int64, until: Int64) async throws -> DeletedSince? {
+        guard parentInfo.idFieldName == "Id", childrenInfo.idFieldName == "Id" else { return nil }
+        return try await TargetSupport.deletedSince(
+            since, until: until, types: [parentInfo.sobjectType, childrenInfo.sobjectType], client: client)
+    }
+
+    public func ghostCleaningServerTime() async throws -> Int64? {
+        try await TargetSupport.serverTime(
+            of: parentInfo.sobjectType, field: parentInfo.modificationDateFieldName, condition: nil,
+            client: client)
+    }
+
     public func continueRemoteIdFetch(after page: RemoteIdPage) async throws -> RemoteIdPage? {
         guard let next = page.next else { return nil }
         return try await remoteIds(try await client.queryNextPage(next))

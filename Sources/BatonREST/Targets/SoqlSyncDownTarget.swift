@@ -130,6 +130,19 @@ public struct SoqlSyncDownTarget: SyncDownTarget {
             next: fetched.done ? nil : fetched.nextRecordsUrl)
     }
 
+    /// The query's type's deletions (`sObject Get Deleted`); nil when the sync's ids are not
+    /// Salesforce ids (an `idFieldName` other than `Id`), which the delete log does not name.
+    public func deletedSince(_ since: Int64, until: Int64) async throws -> DeletedSince? {
+        guard idFieldName == "Id" else { return nil }
+        return try await TargetSupport.deletedSince(
+            since, until: until, types: [parsed.object], client: client)
+    }
+
+    public func ghostCleaningServerTime() async throws -> Int64? {
+        try await TargetSupport.serverTime(
+            of: parsed.object, field: modificationDateFieldName, condition: nil, client: client)
+    }
+
     public func startRemoteIdFetch() async throws -> RemoteIdPage {
         var idQuery = parsed.idQuery
         if idFieldName != "Id" { idQuery.fields = [.field(idFieldName)] }

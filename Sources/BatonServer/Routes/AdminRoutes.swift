@@ -55,9 +55,25 @@ struct AdminRoutes: Sendable {
             var request = request
             let body = try await request.jsonObjectBody()
             let type = try storage.object(body["type"]?.stringValue ?? "").name
-            let ids = try storage.deleteRecords(
-                type: type, ids: Self.ids(body), count: body["count"]?.intValue.map(Int.init))
+            // `ageSeconds`: deleted that long ago in the delete log (on Salesforce's clock), a
+            // test's shortcut to deletions older than the current minute.
+            let age = max(0, body["ageSeconds"]?.intValue ?? 0)
+            let stamp = age > 0 ? storage.transactionStartStamp().map { $0 - age * 1000 } : nil
+            let ids = try RecordStorage.$startedStamp.withValue(stamp) {
+                try storage.deleteRecords(
+                    type: type, ids: Self.ids(body), count: body["count"]?.intValue.map(Int.init))
+            }
             return .json(.ok, ["ids": .array(ids.map(JSONValue.string))])
+        }
+        // The delete log of a type purged before `before` (ms since 1970; now when absent), as an
+        // administrator emptying the recycle bin: a getDeleted window starting earlier is refused.
+        group.post("purgeDeleted") { request, _ -> Response in
+            var request = request
+            let body = try await request.jsonObjectBody()
+            let type = try storage.object(body["type"]?.stringValue ?? "").name
+            let before = body["before"]?.intValue ?? storage.now()
+            try storage.purgeDeleteLog(type: type, before: before)
+            return .json(.ok, ["purgedBefore": .int(before)])
         }
         group.post("reset") { request, _ -> Response in
             var request = request

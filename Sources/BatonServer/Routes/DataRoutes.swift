@@ -2,6 +2,7 @@ import BatonJSON
 import Foundation
 import Hummingbird
 import NIOCore
+import SOQL
 
 /// The data API under `/services/data/vNN.0` (every version in ``APIVersions``): query, sObject
 /// CRUD (GET by id or by external id, `?fields=`), and upsert.
@@ -10,10 +11,42 @@ struct DataRoutes: Sendable {
     let engine: QueryEngine
     let faults: FaultInjector
     let stats: ServerStats
+    let held: HeldTransactions
+    /// How long the delete log keeps an id (ms): Salesforce's 15 days unless configured.
+    let deletedRetention: Int64
 
     func register<Context: RequestContext>(on group: RouterGroup<Context>) {
         registerQueries(on: group)
+        registerDeleteLog(on: group)
         registerRecords(on: group)
+    }
+
+    /// `sObject Get Deleted`: the ids of a type deleted in a window of whole minutes, with
+    /// `earliestDateAvailable` and `latestDateCovered` (``DeleteLog``).
+    func registerDeleteLog<Context: RequestContext>(on group: RouterGroup<Context>) {
+        group.get("sobjects/:type/deleted") { request, context -> Response in
+            let type = try storage.object(try context.parameters.require("type")).name
+            return try await withFaults(isWrite: false) {
+                let start = try Self.replicationDate("start", in: request.uri.query)
+                let end = try Self.replicationDate("end", in: request.uri.query)
+                let inFlight = [storage.inFlight.oldest, held.oldestStamp].compactMap { $0 }.min()
+                let answer = try storage.deleted(
+                    type: type, start: start, end: end, retention: deletedRetention, inFlight: inFlight)
+                stats.served(answer.deleted.count, type: type)
+                return .json(.ok, answer.json)
+            }
+        }
+    }
+
+    /// A `start` or `end` parameter: a date-time (`2024-05-05T10:00:00Z`, `…+00:00` encoded).
+    static func replicationDate(_ name: String, in query: String?) throws -> Int64 {
+        guard let text = formParameter(name, in: query), !text.isEmpty else {
+            throw SalesforceError(status: 400, "MISSING_ARGUMENT", "\(name) must be specified")
+        }
+        guard let millis = DateTimeLiteral.milliseconds(text) else {
+            throw DeleteLog.invalidDate("\(name) is not a valid date-time: \(text.prefix(40))")
+        }
+        return millis
     }
 
     /// The version's resources, and queries with their pages.
@@ -223,12 +256,15 @@ struct DataRoutes: Sendable {
         if latency > 0 { try await Task.sleep(for: .milliseconds(latency)) }
         let commitDelay = isWrite ? faults.commitDelayMs : 0
         guard commitDelay > 0 else { return try await withDecidedFault(isWrite: isWrite, body) }
-        // Stamped now, committed later: its records show up after ones stamped meanwhile.
+        // Stamped now, committed later: its records show up after ones stamped meanwhile, and
+        // the delete log covers no window past its stamp until it has committed.
         let stamp = storage.transactionStartStamp()
         stats.fault("commitDelay")
-        try await Task.sleep(for: .milliseconds(commitDelay))
-        return try await RecordStorage.$startedStamp.withValue(stamp) {
-            try await withDecidedFault(isWrite: isWrite, body)
+        return try await storage.inFlight.during(stamp) {
+            try await Task.sleep(for: .milliseconds(commitDelay))
+            return try await RecordStorage.$startedStamp.withValue(stamp) {
+                try await withDecidedFault(isWrite: isWrite, body)
+            }
         }
     }
 

@@ -48,6 +48,9 @@ final class HeldTransactions: Sendable {
 
     /// How many are open.
     var count: Int { state.withLock { $0.open.count } }
+
+    /// The oldest stamp an open one took (nil: none open, or the ideal clock).
+    var oldestStamp: Int64? { state.withLock { $0.open.values.compactMap(\.stamp).min() } }
 }
 
 extension RecordStorage {

@@ -30,6 +30,8 @@ final class RecordStorage: Sendable {
 
     /// The types and fields the server knows; queries and writes are checked against it.
     private let schemaState: Locked<ServerSchema>
+    /// Writes stamped and not committed yet: the delete log covers no window past them.
+    let inFlight = InFlightStamps()
 
     init(
         path: String?, schema: ServerSchema = .standard, clock: ServerClock = .salesforce,
@@ -60,6 +62,7 @@ final class RecordStorage: Sendable {
                     -- answers NOT_FOUND), as Salesforce tells its recycle bin from nothing.
                     CREATE TABLE IF NOT EXISTS deleted_records (id TEXT PRIMARY KEY, type TEXT NOT NULL);
                     """)
+            try Self.createDeleteLog(db)
         }
         let newest =
             try database.read { db in try Int64.fetchOne(db, sql: "SELECT max(lastModified) FROM records") }
@@ -288,8 +291,7 @@ final class RecordStorage: Sendable {
             arguments: [id, type, type])
         guard let found else { throw try missing(db, id: id) }
         try db.execute(sql: "DELETE FROM records WHERE id = ?", arguments: [id])
-        try db.execute(
-            sql: "INSERT OR REPLACE INTO deleted_records (id, type) VALUES (?, ?)", arguments: [id, found])
+        try logDeleted(db, id: id, type: found)
         // Master-detail children (and Account's Contacts) go with their parent.
         for (childType, field) in schema.cascadingLookups(to: found) {
             let children = try String.fetchAll(

@@ -45,6 +45,7 @@ enum StoreMigrations {
         migrator.registerMigration("v6-sync-down-position", migrate: addSyncDownPosition)
         migrator.registerMigration("v7-write-guards", migrate: addWriteGuards)
         migrator.registerMigration("v8-refused-count", migrate: addRefusedCount)
+        migrator.registerMigration("v9-ghost-cleaning-marks", migrate: addGhostCleaningMarks)
         return migrator
     }
 
@@ -198,5 +199,13 @@ enum StoreMigrations {
     /// before: their runs are not recounted).
     static func addRefusedCount(_ db: Database) throws {
         try db.execute(sql: "ALTER TABLE sync_state ADD COLUMN refusedCount INTEGER NOT NULL DEFAULT 0")
+    }
+
+    /// A sync down's clean resync ghosts marks: where the next window of the server's deletions
+    /// starts, and when the last full comparison ran (nil for rows from before: their next
+    /// clean compares every id).
+    static func addGhostCleaningMarks(_ db: Database) throws {
+        try db.execute(sql: "ALTER TABLE sync_state ADD COLUMN ghostsCoveredUntil INTEGER")
+        try db.execute(sql: "ALTER TABLE sync_state ADD COLUMN ghostsFullAt INTEGER")
     }
 }

@@ -39,6 +39,11 @@ public struct SyncStateRow: Sendable, Hashable {
     public var resumeAfterId: String?
     /// A sync up's records the server refused in its last run (each keeps `__last_error__`).
     public var refusedCount: Int
+    /// A sync down's clean resync ghosts: where its next window of the server's deletions
+    /// starts (server ms since 1970); nil before a clean has set one.
+    public var ghostsCoveredUntil: Int64?
+    /// When its last full comparison of ids ran (server ms since 1970).
+    public var ghostsFullAt: Int64?
 
     /// Makes a row from its columns; `id` stays 0 until ``StoreTransaction/insertSyncState(_:)`` assigns one.
     public init(
@@ -46,7 +51,8 @@ public struct SyncStateRow: Sendable, Hashable {
         status: String, progress: Int = 0, totalSize: Int = -1, maxTimeStamp: Int64 = -1,
         startTime: Int64? = nil,
         endTime: Int64? = nil, error: String? = nil, modifiedSince: Int64? = -1, runServerTime: Int64? = nil,
-        resumeAfterId: String? = nil, refusedCount: Int = 0
+        resumeAfterId: String? = nil, refusedCount: Int = 0, ghostsCoveredUntil: Int64? = nil,
+        ghostsFullAt: Int64? = nil
     ) {
         self.id = id
         self.name = name
@@ -65,6 +71,8 @@ public struct SyncStateRow: Sendable, Hashable {
         self.runServerTime = runServerTime
         self.resumeAfterId = resumeAfterId
         self.refusedCount = refusedCount
+        self.ghostsCoveredUntil = ghostsCoveredUntil
+        self.ghostsFullAt = ghostsFullAt
     }
 
     /// Reads a stored row, column by column.
@@ -116,6 +124,8 @@ public struct SyncStateRow: Sendable, Hashable {
         let runServerTime: Int64? = column("runServerTime", "an integer", else: nil)
         let resumeAfterId: String? = column("resumeAfterId", "text", else: nil)
         let refusedCount: Int = column("refusedCount", "an integer", else: 0)
+        let ghostsCoveredUntil: Int64? = column("ghostsCoveredUntil", "an integer", else: nil)
+        let ghostsFullAt: Int64? = column("ghostsFullAt", "an integer", else: nil)
         guard problems.isEmpty else {
             return .failure(
                 UnreadableSyncRow(
@@ -127,7 +137,8 @@ public struct SyncStateRow: Sendable, Hashable {
                 id: id, name: name, type: type, target: target, options: options, soupName: soupName,
                 status: status, progress: progress, totalSize: totalSize, maxTimeStamp: maxTimeStamp,
                 startTime: startTime, endTime: endTime, error: error, modifiedSince: modifiedSince,
-                runServerTime: runServerTime, resumeAfterId: resumeAfterId, refusedCount: refusedCount))
+                runServerTime: runServerTime, resumeAfterId: resumeAfterId, refusedCount: refusedCount,
+                ghostsCoveredUntil: ghostsCoveredUntil, ghostsFullAt: ghostsFullAt))
     }
 }
 
@@ -205,15 +216,15 @@ extension StoreTransaction {
             sql: """
                 INSERT INTO sync_state (name, type, target, options, soupName, status, progress, totalSize,
                     maxTimeStamp, startTime, endTime, error, modifiedSince, runServerTime, resumeAfterId,
-                    refusedCount)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    refusedCount, ghostsCoveredUntil, ghostsFullAt)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 state.name, state.type, state.target.jsonString, state.options.jsonString, state.soupName,
                 state.status,
                 state.progress, state.totalSize, state.maxTimeStamp, state.startTime, state.endTime,
                 state.error, state.modifiedSince, state.runServerTime, state.resumeAfterId,
-                state.refusedCount,
+                state.refusedCount, state.ghostsCoveredUntil, state.ghostsFullAt,
             ])
         var inserted = state
         inserted.id = db.lastInsertedRowID
@@ -228,7 +239,8 @@ extension StoreTransaction {
             """
             UPDATE sync_state SET name = ?, type = ?, target = ?, options = ?, soupName = ?, status = ?,
                 progress = ?, totalSize = ?, maxTimeStamp = ?, startTime = ?, endTime = ?, error = ?,
-                modifiedSince = ?, runServerTime = ?, resumeAfterId = ?, refusedCount = ?
+                modifiedSince = ?, runServerTime = ?, resumeAfterId = ?, refusedCount = ?,
+                ghostsCoveredUntil = ?, ghostsFullAt = ?
             WHERE id = ?
             """
         ).execute(
@@ -237,7 +249,7 @@ extension StoreTransaction {
                 state.status,
                 state.progress, state.totalSize, state.maxTimeStamp, state.startTime, state.endTime,
                 state.error, state.modifiedSince, state.runServerTime, state.resumeAfterId,
-                state.refusedCount,
+                state.refusedCount, state.ghostsCoveredUntil, state.ghostsFullAt,
                 state.id,
             ])
         guard db.changesCount > 0 else {
@@ -254,6 +266,17 @@ extension StoreTransaction {
             sql: "UPDATE sync_state SET status = ?, error = ?, endTime = ? WHERE id = ?",
             arguments: [status, error, endTime, id])
         return db.changesCount > 0
+    }
+
+    /// Sets a sync down's clean resync ghosts marks, touching no other column (a clean runs
+    /// beside the sync's own state changes, in the transaction that deletes its ghosts).
+    ///
+    /// - Throws: `unknownSync` when the sync was deleted.
+    public func setGhostCleaningMarks(id: Int64, coveredUntil: Int64?, fullAt: Int64?) throws {
+        try db.execute(
+            sql: "UPDATE sync_state SET ghostsCoveredUntil = ?, ghostsFullAt = ? WHERE id = ?",
+            arguments: [coveredUntil, fullAt, id])
+        guard db.changesCount > 0 else { throw StoreError(.unknownSync, "sync \(id) no longer exists") }
     }
 
     /// Deletes a sync state; returns whether it existed.

@@ -9,6 +9,8 @@ extension SyncManager {
         var onUpdate: SyncUpdateBlock?
         /// The caller of a clean resync ghosts, resumed once with its result.
         var ghosts: CheckedContinuation<Int, any Error>?
+        /// The clean resync ghosts was asked to compare every id (``GhostCleaning``).
+        var fullComparison = false
         /// The job's task while it runs (a stop or a cancel cancels it).
         var task: Task<SyncState?, Never>?
     }

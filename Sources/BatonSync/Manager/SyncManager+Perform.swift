@@ -10,7 +10,8 @@ extension SyncManager {
         case .cleanGhosts:
             let result: Result<Int, any Error>
             do {
-                result = .success(try await cleanGhosts(syncId: job.syncId))
+                let full = jobs[job.id]?.fullComparison ?? false
+                result = .success(try await cleanGhosts(syncId: job.syncId, fullComparison: full))
             } catch  where isInterruption(error, syncId: job.syncId) {
                 result = .failure(
                     SyncError(.ghostCleaningStopped, "clean resync ghosts was stopped; nothing was deleted"))

@@ -108,9 +108,13 @@ extension SyncManager {
     /// (ghosts), sparing locally modified ones. Queued behind running syncs; returns the number
     /// deleted.
     ///
+    /// After its first clean, a sync's later ones ask the server only for what was deleted since
+    /// (``GhostCleaning``); a full comparison of every id still runs once a day, when the server
+    /// no longer holds the window, and when `fullComparison` asks for it.
+    ///
     /// - Throws: `ghostCleaningStopped` when a stop arrives (nothing is deleted then),
     ///   `wrongSyncType` for a sync up.
-    public func cleanResyncGhosts(id: Int64) async throws -> Int {
+    public func cleanResyncGhosts(id: Int64, fullComparison: Bool = false) async throws -> Int {
         try requireAccepting("cleanResyncGhosts")
         guard let state = try SyncState.byId(id, store: store) else {
             throw SyncError(.unknownSync, "no sync with id \(id)")
@@ -121,7 +125,7 @@ extension SyncManager {
         }
         return try await withCheckedThrowingContinuation { continuation in
             let job = machine.makeJob(syncId: id, name: state.name, kind: .cleanGhosts)
-            jobs[job.id] = JobHandles(ghosts: continuation)
+            jobs[job.id] = JobHandles(ghosts: continuation, fullComparison: fullComparison)
             // Accepted: nothing suspended since `requireAccepting`, so no stop came between.
             carryOutAtOnce(machine.handle(.submitted(job)))
         }

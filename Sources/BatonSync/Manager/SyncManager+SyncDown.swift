@@ -93,18 +93,116 @@ extension SyncManager {
         return newest
     }
 
-    /// Fetches every remote id of the target's query (checking for a stop on every page), then
-    /// deletes, in one transaction, the sync's unmodified local records not among them.
-    func cleanGhosts(syncId: Int64) async throws -> Int {
+    /// Deletes the sync's unmodified local records the server no longer has (ghosts), as
+    /// ``GhostCleaning`` plans: the deletions since the last clean, when the target can ask for
+    /// them and the server still holds the window, else a comparison of every id. The ghosts go,
+    /// and the marks move, in one transaction.
+    ///
+    /// - Parameter fullComparison: compare every id whatever the marks say.
+    func cleanGhosts(syncId: Int64, fullComparison: Bool = false) async throws -> Int {
         guard let state = try SyncState.byId(syncId, store: store) else {
             throw SyncError(.unknownSync, "no sync with id \(syncId)")
         }
         let target = try syncDownTarget(of: state)
-        let soup = state.soupName
-        let idField = target.idFieldName
+        try checkForStop(syncId)
+        let plan = GhostCleaning.plan(
+            coveredUntil: state.ghostsCoveredUntil, fullAt: state.ghostsFullAt, now: WallClock.nowMillis(),
+            requestedFull: fullComparison)
+        var reason: GhostCleaning.Reason
+        switch plan {
+        case .fullComparison(let why):
+            reason = why
+        case .deletionsSince(let since):
+            switch try await target.deletedSince(since, until: WallClock.nowMillis()) {
+            case .deleted(let ids, let childIds, let coveredUntil)?:
+                try checkForStop(syncId)
+                return try await removeDeleted(
+                    ids: ids, childIds: childIds, coveredUntil: coveredUntil, state: state, target: target)
+            case .tooSoon?:
+                // The server answers no window of a minute or less: what was deleted since is
+                // asked for by a later clean, from the same mark.
+                logger.info(
+                    "clean resync ghosts: the window since the last clean is too short to ask for",
+                    metadata: ["baton.sync": "\(syncId)"])
+                return 0
+            case .expired(let why)?:
+                logger.info(
+                    "clean resync ghosts compares every id: the server no longer holds the window",
+                    metadata: ["baton.sync": "\(syncId)", "baton.reason": "\(why)"])
+                reason = .windowExpired
+            case nil:
+                reason = .targetCannotTell
+            }
+        }
+        return try await compareEveryId(state, target: target, reason: reason)
+    }
+
+    /// The incremental clean: deletes the sync's unmodified records whose ids the server deleted
+    /// (a parent with a dirty child spared, as Mobile Sync spares it), and moves the window's
+    /// start to `coveredUntil`, in one transaction.
+    func removeDeleted(
+        ids: Set<String>, childIds: Set<String>, coveredUntil: Int64, state: SyncState,
+        target: any SyncDownTarget
+    ) async throws -> Int {
+        let (syncId, soup, idField, children) = (
+            state.id, state.soupName, target.idFieldName, target.childrenSoup
+        )
+        let fullAt = state.ghostsFullAt
+        let access = try writer()
+        let (deleted, deletedChildren) = try await access.write { transaction -> (Int, Int) in
+            func clean(_ soup: String, _ field: String, _ id: String) throws -> [SoupEntry] {
+                try transaction.query(
+                    SoupQuery(where: [.exact(field, .string(id)), .exact(LocalFlags.syncId, .int(syncId))]),
+                    in: soup
+                ).filter { !LocalFlags.isDirty($0.record) }
+            }
+            var ghosts: [String: [Int64]] = [:]
+            for id in ids.sorted() {
+                let found = try clean(soup, idField, id).map(\.entryId)
+                if !found.isEmpty { ghosts[id] = found }
+            }
+            var childGhosts: [Int64] = []
+            if let children, try transaction.soupIfExists(children.soupName) != nil {
+                for id in childIds.sorted() {
+                    childGhosts += try clean(children.soupName, children.idFieldName, id).map(\.entryId)
+                }
+                for parentId in ghosts.keys.sorted() {
+                    let dirtyChild = try transaction.query(
+                        SoupQuery(where: [.exact(children.parentIdFieldName, .string(parentId))]),
+                        in: children.soupName
+                    ).contains { LocalFlags.isDirty($0.record) }
+                    if dirtyChild { ghosts[parentId] = nil }
+                }
+            }
+            let removed = try transaction.delete(entryIds: ghosts.values.flatMap { $0 }, from: soup)
+            let removedChildren =
+                try children.map { try transaction.delete(entryIds: childGhosts, from: $0.soupName) } ?? 0
+            try transaction.setGhostCleaningMarks(id: syncId, coveredUntil: coveredUntil, fullAt: fullAt)
+            return (removed, removedChildren)
+        }
+        logger.info(
+            "cleaned resync ghosts from the server's deletions",
+            metadata: [
+                "baton.sync": "\(syncId)", "baton.deleted": "\(deleted)",
+                "baton.deletedChildren": "\(deletedChildren)", "baton.serverDeleted": "\(ids.count)",
+            ])
+        return deleted
+    }
+
+    /// Mobile Sync's clean: reads the server's clock (for the next window's start), fetches
+    /// every remote id of the target's query (checking for a stop on every page), then deletes,
+    /// in one transaction, the sync's unmodified local records not among them, and sets the
+    /// marks.
+    func compareEveryId(_ state: SyncState, target: any SyncDownTarget, reason: GhostCleaning.Reason)
+        async throws -> Int
+    {
+        let (syncId, soup, idField) = (state.id, state.soupName, target.idFieldName)
+        let serverTime = try await target.ghostCleaningServerTime()
         try checkForStop(syncId)
         let (remoteIds, remoteChildIds) = try await remoteIds(of: target, syncId: syncId, soup: soup)
         try checkForStop(syncId)
+        let marks = GhostCleaning.marksAfterFull(
+            serverTime: serverTime, overlap: target.overlap.inWholeMilliseconds)
         let children = target.childrenSoup
         let access = try writer()
         // As Mobile Sync: a parent with a dirty child is no ghost; the count is of parents.
@@ -121,6 +219,8 @@ extension SyncManager {
                 }
                 return true
             }
+            try transaction.setGhostCleaningMarks(
+                id: syncId, coveredUntil: marks?.coveredUntil, fullAt: marks?.fullAt)
             guard let children else {
                 return (try transaction.delete(entryIds: Array(ghosts.values), from: soup), 0)
             }
@@ -150,7 +250,7 @@ extension SyncManager {
             "cleaned resync ghosts",
             metadata: [
                 "baton.sync": "\(syncId)", "baton.deleted": "\(deleted)",
-                "baton.deletedChildren": "\(deletedChildren)",
+                "baton.deletedChildren": "\(deletedChildren)", "baton.fullComparison": "\(reason.rawValue)",
             ])
         return deleted
     }

@@ -30,13 +30,18 @@ public struct SyncState: Sendable, Hashable, Encodable {
     /// stays dirty with the server's answer in `__last_error__`. The run still ends `done`, as
     /// Mobile Sync's does; this count is how an app tells that something did not go up.
     public var refusedCount: Int = 0
+    /// A sync down's clean resync ghosts: where its next window of the server's deletions starts
+    /// (server ms since 1970), and when its last full comparison of ids ran; nil until a clean
+    /// has set them (its next clean then compares every id).
+    public var ghostsCoveredUntil: Int64?
+    public var ghostsFullAt: Int64?
 
     public var mergeMode: MergeMode { options.mergeMode }
 
     /// What `baton syncs --json` shows of it.
     enum CodingKeys: String, CodingKey {
         case id, name, type, target, options, status, progress, totalSize, maxTimeStamp, startTime, endTime
-        case error, refusedCount
+        case error, refusedCount, ghostsCoveredUntil, ghostsFullAt
         case soupName = "soup"
         case modifiedSince, resumeAfterId
     }
@@ -60,6 +65,8 @@ public struct SyncState: Sendable, Hashable, Encodable {
         if type == .syncDown {
             try container.encode(position.modifiedSince ?? -1, forKey: .modifiedSince)
             try container.encodeIfPresent(position.run?.afterId, forKey: .resumeAfterId)
+            try container.encodeIfPresent(ghostsCoveredUntil, forKey: .ghostsCoveredUntil)
+            try container.encodeIfPresent(ghostsFullAt, forKey: .ghostsFullAt)
         }
     }
 
@@ -88,6 +95,8 @@ public struct SyncState: Sendable, Hashable, Encodable {
         endTime = row.endTime
         error = row.error
         refusedCount = row.refusedCount
+        ghostsCoveredUntil = row.ghostsCoveredUntil
+        ghostsFullAt = row.ghostsFullAt
         position = Self.position(of: row)
     }
 
@@ -126,7 +135,7 @@ public struct SyncState: Sendable, Hashable, Encodable {
             status: status.rawValue, progress: progress, totalSize: totalSize, maxTimeStamp: maxTimeStamp,
             startTime: startTime, endTime: endTime, error: error, modifiedSince: position.modifiedSince ?? -1,
             runServerTime: position.run.map { $0.serverTime ?? -1 }, resumeAfterId: position.run?.afterId,
-            refusedCount: refusedCount)
+            refusedCount: refusedCount, ghostsCoveredUntil: ghostsCoveredUntil, ghostsFullAt: ghostsFullAt)
     }
 
     /// The persisted syncs with `status`, in id order (Mobile Sync's `getSyncsWithStatus`).

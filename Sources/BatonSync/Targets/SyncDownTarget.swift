@@ -34,6 +34,20 @@ public struct RemoteIdPage: Sendable {
     }
 }
 
+/// What the server says was deleted in a window, for clean resync ghosts that looks only at
+/// changes (Salesforce's `sObject Get Deleted`).
+public enum DeletedSince: Sendable, Hashable {
+    /// The ids deleted in the window (a parent-children target's children apart), and where the
+    /// server's answer ends: the next window starts there.
+    case deleted(ids: Set<String>, childIds: Set<String>, coveredUntil: Int64)
+    /// The window is too short for the server to answer (Salesforce: a minute or less, seconds
+    /// ignored): nothing new can be known yet.
+    case tooSoon
+    /// The server no longer holds the window's start (past its retention, or purged), with its
+    /// reason: only a full comparison can tell what is gone.
+    case expired(String)
+}
+
 /// Where a parent-children target's children go: each fetched parent holds its children under
 /// ``relationshipKey`` (`Contacts`); they are saved in their own soup with the parent's server id
 /// in ``parentIdFieldName``.
@@ -100,6 +114,12 @@ public protocol SyncDownTarget: Sendable {
     /// Every modification stamp a fetched record carries, its children's included: the sync's
     /// `maxTimeStamp` is the newest of them saved.
     func timeStamps(of record: JSONObject) -> [Int64]
+    /// What the server deleted from `since` to `until` (ms since 1970), of every type the target
+    /// selects; nil when the target cannot tell, and clean resync ghosts compares every id.
+    func deletedSince(_ since: Int64, until: Int64) async throws -> DeletedSince?
+    /// The server's clock now (ms since 1970), read before a full comparison of ids so that the
+    /// next clean asks for what was deleted from then; nil when the target cannot read it.
+    func ghostCleaningServerTime() async throws -> Int64?
 }
 
 extension SyncDownTarget {
@@ -114,6 +134,10 @@ extension SyncDownTarget {
     }
 
     public var checksGhostsByExistence: Bool { false }
+
+    public func deletedSince(_ since: Int64, until: Int64) async throws -> DeletedSince? { nil }
+
+    public func ghostCleaningServerTime() async throws -> Int64? { nil }
 
     public func existingIds(among ids: [String]) async throws -> [String] {
         throw SyncError(.invalidTarget, "this target tells ghosts by its remote ids, not by existence")

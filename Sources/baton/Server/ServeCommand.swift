@@ -45,6 +45,11 @@ struct ServeCommand: AsyncParsableCommand {
             "How records are stamped: salesforce (whole seconds, one stamp a request) or ideal (a unique millisecond each).",
             valueName: "salesforce|ideal"))
     var clock: ServerClock = .salesforce
+    @Option(
+        help:
+            "Days the delete log answers getDeleted (sObject Get Deleted) for a deleted id; a window starting earlier is refused with INVALID_REPLICATION_DATE (Salesforce: 15)."
+    )
+    var deletedRetentionDays: Double = 15
     @Flag(help: "Print {\"url\",\"token\"} as the first stdout line.") var json = false
 
     func validate() throws {
@@ -53,6 +58,9 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--token must be non-empty and contain no spaces")
         }
         guard childPageSize >= 1 else { throw ValidationError("--child-page-size must be at least 1") }
+        guard deletedRetentionDays > 0, deletedRetentionDays <= 3650 else {
+            throw ValidationError("--deleted-retention-days must be more than 0 and at most 3650")
+        }
         do {
             _ = try seeds.map(ServerSeed.init(parsing:))
         } catch let error as CLIError {
@@ -64,7 +72,8 @@ struct ServeCommand: AsyncParsableCommand {
         let token = self.token ?? ReferenceServer.generateToken()
         let server = try ServerLaunch.make(
             host: host, port: port, token: token, dataPath: data, schemaFile: schema, clock: clock,
-            seeds: try seeds.map(ServerSeed.init(parsing:)), childPageSize: childPageSize)
+            seeds: try seeds.map(ServerSeed.init(parsing:)), childPageSize: childPageSize,
+            deletedRetention: .milliseconds(Int64(deletedRetentionDays * 86_400_000)))
         let (asJSON, seeds) = (json, seeds)
         try await server.run { url in
             if asJSON {
