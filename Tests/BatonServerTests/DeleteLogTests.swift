@@ -33,9 +33,10 @@ struct DeleteLogTests {
             _ = try await client.adminDelete(type: "Account", ids: [ids[1], ids[2]])
             let deletedAt = clock.now - clock.now % 1000
             clock.advance(3 * Self.minute)
-            // `start` is inside the minute the deletions are in: its seconds are ignored, so
-            // they are answered.
-            let answer = try await client.getDeleted(type: "Account", start: start + 30_000, end: clock.now)
+            // `start` is later than the deletions, but in their minute: its seconds are
+            // ignored, so they are answered.
+            let answer = try await client.getDeleted(
+                type: "Account", start: Self.minuteOf(deletedAt) + 59_000, end: clock.now)
             #expect(Set(answer.deleted.keys) == [ids[0], ids[1], ids[2]])
             #expect(answer.deleted.values.allSatisfy { $0 == deletedAt })
             #expect(answer.latestDateCovered == Self.minuteOf(clock.now))

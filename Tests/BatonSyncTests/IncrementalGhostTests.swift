@@ -7,20 +7,22 @@ import Testing
 struct IncrementalGhostTests {
     static let minute: Int64 = 60_000
 
-    @Test("the plan: a full comparison first, on request, and once a day; the deletions since otherwise")
+    @Test(
+        "the plan: a full comparison unless asked for incremental, first, and once a day; the deletions since otherwise"
+    )
     func plan() {
         typealias G = GhostCleaning
         #expect(
-            G.plan(coveredUntil: nil, fullAt: nil, now: 10, requestedFull: false)
-                == .fullComparison(.firstClean))
+            G.plan(coveredUntil: nil, fullAt: nil, now: 10, incremental: true) == .fullComparison(.firstClean)
+        )
         #expect(
-            G.plan(coveredUntil: 5, fullAt: nil, now: 10, requestedFull: false)
-                == .fullComparison(.firstClean))
+            G.plan(coveredUntil: 5, fullAt: nil, now: 10, incremental: true) == .fullComparison(.firstClean))
         #expect(
-            G.plan(coveredUntil: 5, fullAt: 1, now: 10, requestedFull: true) == .fullComparison(.requested))
-        #expect(G.plan(coveredUntil: 5, fullAt: 1, now: 10, requestedFull: false) == .deletionsSince(5))
+            G.plan(coveredUntil: 5, fullAt: 1, now: 10, incremental: false)
+                == .fullComparison(.notIncremental))
+        #expect(G.plan(coveredUntil: 5, fullAt: 1, now: 10, incremental: true) == .deletionsSince(5))
         #expect(
-            G.plan(coveredUntil: 5, fullAt: 1, now: 1 + G.fullInterval, requestedFull: false)
+            G.plan(coveredUntil: 5, fullAt: 1, now: 1 + G.fullInterval, incremental: true)
                 == .fullComparison(.due))
         #expect(G.marksAfterFull(serverTime: 100_000, overlap: 5_000)! == (95_000, 100_000))
         #expect(G.marksAfterFull(serverTime: nil, overlap: 5_000) == nil)
@@ -34,7 +36,7 @@ struct IncrementalGhostTests {
             target: try f.soqlTarget("SELECT Id, Name, LastModifiedDate FROM Account"), soupName: "accounts",
             name: "acc")
         #expect(await f.manager.waitForSync(id: sync.id)?.status == .done)
-        #expect(try await f.manager.cleanResyncGhosts(id: sync.id) == 0)
+        #expect(try await f.manager.cleanResyncGhosts(id: sync.id, incremental: true) == 0)
         let cleaned = try #require(try SyncState.byId(sync.id, store: f.store))
         let covered = try #require(cleaned.ghostsCoveredUntil)
         let fullAt = try #require(cleaned.ghostsFullAt)
@@ -63,7 +65,7 @@ struct IncrementalGhostTests {
             try await markDirty(f, ids[3])
             _ = try await f.client.adminDelete(type: "Account", ids: Array(ids[0..<4]), ageSeconds: 180)
             let before = f.server.server.requestCount
-            #expect(try await f.manager.cleanResyncGhosts(id: sync.id) == 3)
+            #expect(try await f.manager.cleanResyncGhosts(id: sync.id, incremental: true) == 3)
             #expect(f.server.server.requestCount - before == 1, "one getDeleted")
             #expect(try f.store.count(in: "accounts") == 27)
             let local = try f.local()
@@ -75,7 +77,7 @@ struct IncrementalGhostTests {
             #expect(after.ghostsFullAt == sync.ghostsFullAt.map { $0 - 10 * Self.minute })
             // At once again: the window is too short to ask for, and nothing is asked.
             let again = f.server.server.requestCount
-            #expect(try await f.manager.cleanResyncGhosts(id: sync.id) == 0)
+            #expect(try await f.manager.cleanResyncGhosts(id: sync.id, incremental: true) == 0)
             #expect(f.server.server.requestCount == again)
         }
     }
@@ -87,7 +89,7 @@ struct IncrementalGhostTests {
             _ = try await f.client.adminDelete(type: "Account", ids: Array(ids[0..<2]), ageSeconds: 180)
             try await f.client.adminPurgeDeleted(type: "Account")
             let before = f.server.server.requestCount
-            #expect(try await f.manager.cleanResyncGhosts(id: sync.id) == 2)
+            #expect(try await f.manager.cleanResyncGhosts(id: sync.id, incremental: true) == 2)
             // The refused getDeleted, the server's clock, then the ids.
             #expect(f.server.server.requestCount - before >= 3)
             #expect(try f.store.count(in: "accounts") == 28)
@@ -96,14 +98,20 @@ struct IncrementalGhostTests {
         }
     }
 
-    @Test("a full comparison on request, even within the window")
-    func requestedFull() async throws {
+    @Test(
+        "without incremental, every id is compared, as Mobile Sync does: a deletion of this minute goes too")
+    func fullByDefault() async throws {
         try await withSyncFixture { f in
             let (sync, ids) = try await syncedAndCleaned(f)
-            _ = try await f.client.adminDelete(type: "Account", ids: [ids[0]], ageSeconds: 180)
+            _ = try await f.client.adminDelete(type: "Account", ids: [ids[0]])
+            // Incremental: deleted in the server's current minute, it is not answered yet (unless
+            // the minute turned between the deletion and the request).
+            let early = try await f.manager.cleanResyncGhosts(id: sync.id, incremental: true)
+            #expect(early <= 1)
             let before = f.server.server.requestCount
-            #expect(try await f.manager.cleanResyncGhosts(id: sync.id, fullComparison: true) == 1)
+            #expect(try await f.manager.cleanResyncGhosts(id: sync.id) == 1 - early)
             #expect(f.server.server.requestCount - before >= 2, "the clock, then every id")
+            #expect(try f.store.count(in: "accounts") == 29)
         }
     }
 }

@@ -86,7 +86,7 @@ struct GhostBench {
                     let before = server.server.requestCount
                     let started = ContinuousClock.now
                     let ghosts = try await manager.cleanResyncGhosts(
-                        id: sync.id, fullComparison: way == "full")
+                        id: sync.id, incremental: way == "incremental")
                     let elapsed = ContinuousClock.now - started
                     let requests = server.server.requestCount - before
                     let served = Int(

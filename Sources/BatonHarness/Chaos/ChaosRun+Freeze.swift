@@ -143,6 +143,10 @@ extension ChaosRun {
         @Sendable func names(_ problem: String?) -> Bool {
             (problem ?? "").contains(named) && (problem ?? "").contains("inside a write transaction")
         }
+        // Under thaw and kill the policy may act at the first block (the holder was silent past
+        // the bound already), and the problem leaves the status as soon as the lease moves: the
+        // log must name it. Under wait it stays named in the status too.
+        let policy = options.frozenHolder
         try await until(
             round: round, "\(peer.name) to name \(victim.name) frozen inside a write transaction",
             timeout: Self.leaseTerm + FrozenHolder.standard.bound + .seconds(10)
@@ -150,12 +154,12 @@ extension ChaosRun {
             peer.log.events().dropFirst(peerMark).contains {
                 $0.event == "lease.blocked" && names($0["problem"]?.stringValue)
             }
-                && ParticipantStatus.readAll(in: shared).contains {
-                    $0.name == peer.name && names($0.problem)
-                }
+                && (policy != .wait
+                    || ParticipantStatus.readAll(in: shared).contains {
+                        $0.name == peer.name && names($0.problem)
+                    })
         }
         blockedDiagnoses += 1
-        let policy = options.frozenHolder
         if policy == .wait {
             cgroup?.thaw()
             await victim.process?.send(SIGCONT)

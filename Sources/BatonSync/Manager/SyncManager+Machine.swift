@@ -9,8 +9,9 @@ extension SyncManager {
         var onUpdate: SyncUpdateBlock?
         /// The caller of a clean resync ghosts, resumed once with its result.
         var ghosts: CheckedContinuation<Int, any Error>?
-        /// The clean resync ghosts was asked to compare every id (``GhostCleaning``).
-        var fullComparison = false
+        /// The clean resync ghosts was asked to look only at the server's deletions
+        /// (``GhostCleaning``).
+        var incremental = false
         /// The job's task while it runs (a stop or a cancel cancels it).
         var task: Task<SyncState?, Never>?
     }

@@ -10,8 +10,8 @@ extension SyncManager {
         case .cleanGhosts:
             let result: Result<Int, any Error>
             do {
-                let full = jobs[job.id]?.fullComparison ?? false
-                result = .success(try await cleanGhosts(syncId: job.syncId, fullComparison: full))
+                let incremental = jobs[job.id]?.incremental ?? false
+                result = .success(try await cleanGhosts(syncId: job.syncId, incremental: incremental))
             } catch  where isInterruption(error, syncId: job.syncId) {
                 result = .failure(
                     SyncError(.ghostCleaningStopped, "clean resync ghosts was stopped; nothing was deleted"))

@@ -108,13 +108,15 @@ extension SyncManager {
     /// (ghosts), sparing locally modified ones. Queued behind running syncs; returns the number
     /// deleted.
     ///
-    /// After its first clean, a sync's later ones ask the server only for what was deleted since
-    /// (``GhostCleaning``); a full comparison of every id still runs once a day, when the server
-    /// no longer holds the window, and when `fullComparison` asks for it.
+    /// With `incremental`, a clean after the sync's first asks the server only for what was
+    /// deleted since the last one (``GhostCleaning``): far cheaper on a large soup, but a record
+    /// deleted in the server's current minute is left for a later clean, and a full comparison
+    /// still runs once a day and when the server no longer holds the window. Without it, every
+    /// id is compared, as Mobile Sync does: no ghost is left when it returns.
     ///
     /// - Throws: `ghostCleaningStopped` when a stop arrives (nothing is deleted then),
     ///   `wrongSyncType` for a sync up.
-    public func cleanResyncGhosts(id: Int64, fullComparison: Bool = false) async throws -> Int {
+    public func cleanResyncGhosts(id: Int64, incremental: Bool = false) async throws -> Int {
         try requireAccepting("cleanResyncGhosts")
         guard let state = try SyncState.byId(id, store: store) else {
             throw SyncError(.unknownSync, "no sync with id \(id)")
@@ -125,7 +127,7 @@ extension SyncManager {
         }
         return try await withCheckedThrowingContinuation { continuation in
             let job = machine.makeJob(syncId: id, name: state.name, kind: .cleanGhosts)
-            jobs[job.id] = JobHandles(ghosts: continuation, fullComparison: fullComparison)
+            jobs[job.id] = JobHandles(ghosts: continuation, incremental: incremental)
             // Accepted: nothing suspended since `requireAccepting`, so no stop came between.
             carryOutAtOnce(machine.handle(.submitted(job)))
         }

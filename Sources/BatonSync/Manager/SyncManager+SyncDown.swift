@@ -94,12 +94,10 @@ extension SyncManager {
     }
 
     /// Deletes the sync's unmodified local records the server no longer has (ghosts), as
-    /// ``GhostCleaning`` plans: the deletions since the last clean, when the target can ask for
-    /// them and the server still holds the window, else a comparison of every id. The ghosts go,
-    /// and the marks move, in one transaction.
-    ///
-    /// - Parameter fullComparison: compare every id whatever the marks say.
-    func cleanGhosts(syncId: Int64, fullComparison: Bool = false) async throws -> Int {
+    /// ``GhostCleaning`` plans: a comparison of every id, or, asked for `incremental`, the
+    /// deletions since the last clean when the target can ask for them and the server still
+    /// holds the window. The ghosts go, and the marks move, in one transaction.
+    func cleanGhosts(syncId: Int64, incremental: Bool = false) async throws -> Int {
         guard let state = try SyncState.byId(syncId, store: store) else {
             throw SyncError(.unknownSync, "no sync with id \(syncId)")
         }
@@ -107,7 +105,7 @@ extension SyncManager {
         try checkForStop(syncId)
         let plan = GhostCleaning.plan(
             coveredUntil: state.ghostsCoveredUntil, fullAt: state.ghostsFullAt, now: WallClock.nowMillis(),
-            requestedFull: fullComparison)
+            incremental: incremental)
         var reason: GhostCleaning.Reason
         switch plan {
         case .fullComparison(let why):
