@@ -7,9 +7,10 @@ import Testing
 /// out in order (the run loop's jobs end later, at a step of their own, as real jobs do), the
 /// results of its own writes fed back, outside calls (submit, stop, restart, cancel, waits,
 /// run() starting and ending, the store failing and healing) in between. After every step it
-/// checks the invariants.
+/// checks the invariants. Each simulation runs up to 1 to 4 jobs at once, its syncs spread over
+/// two soups (one sync's a parent-children pair of both), some of them sync ups.
 struct ManagerSimulation {
-    var machine = Machine()
+    var machine: Machine
     var random: SplitMix64
     /// Writes fail while the store is failing.
     var failing = false
@@ -31,9 +32,13 @@ struct ManagerSimulation {
     var trace: [String] = []
 
     static let syncIds: [Int64] = [1, 2, 3, 4]
+    /// Sync 1 and 2 write soup a, 3 soup b, 4 both (a parent-children pair); 2 is a sync up.
+    static let soups: [Int64: Set<String>] = [1: ["a"], 2: ["a"], 3: ["b"], 4: ["a", "b"]]
+    static let syncUps: Set<Int64> = [2]
 
     init(seed: UInt64) {
         random = SplitMix64(seed: seed)
+        machine = Machine(concurrency: random.int(1...4))
         _ = feed(.runStarted)
     }
 
@@ -44,7 +49,7 @@ struct ManagerSimulation {
         switch random.int(0...19) {
         case 0, 1, 2: submit(kind: random.chance(0.85) ? .run : .cleanGhosts)
         case 3, 4, 5: lookForWork()
-        case 6, 7, 8: endCurrentJob()
+        case 6, 7, 8: endHeldJob()
         case 9: stop()
         case 10: restart()
         case 11: _ = feed(.cancel(syncId: Self.syncIds.randomElement(using: &random)!))
@@ -63,7 +68,12 @@ struct ManagerSimulation {
             if machine.isActive(id) { syncWaiters.insert(id) }
         case 18:
             if machine.isStopping { stopWaiters += 1 }
-        default: runLoopChange()
+        default:
+            if random.chance(0.2) {
+                _ = feed(.setConcurrency(random.int(1...4)))
+            } else {
+                runLoopChange()
+            }
         }
         checkStep()
     }
@@ -77,7 +87,7 @@ struct ManagerSimulation {
             // A restart that waited for the stop accepts again once it completes: stop again.
             if machine.state == .acceptingSyncs { stop() }
             lookForWork()
-            endCurrentJob()
+            endHeldJob()
             fireRetry()
             checkStep()
         }
@@ -101,7 +111,9 @@ struct ManagerSimulation {
             // A stop may arrive while `running` is written.
             if random.chance(0.15) { stop() }
         }
-        let job = machine.makeJob(syncId: syncId, name: nil, kind: kind)
+        let job = machine.makeJob(
+            syncId: syncId, name: nil, kind: kind, soups: Self.soups[syncId]!,
+            alone: kind == .run && Self.syncUps.contains(syncId))
         let actions = feed(.submitted(job))
         if actions != [.endUnqueued(job)] { accepted[job.id] = job }
     }
@@ -112,10 +124,10 @@ struct ManagerSimulation {
         _ = feed(.runLoopReady)
     }
 
-    /// The job the run loop holds ends: a run as its work went (stopped when it had to stop), a
-    /// job a stop reached `stopped`, a clean resync ghosts with no status.
-    mutating func endCurrentJob() {
-        guard let job = machine.current else { return }
+    /// One of the jobs the run loop holds ends: a run as its work went (stopped when it had to
+    /// stop), a job a stop reached `stopped`, a clean resync ghosts with no status.
+    mutating func endHeldJob() {
+        guard let job = machine.held.randomElement(using: &random) else { return }
         var final: SyncState?
         if job.kind == .run {
             let unrun = !started.contains(job.id)
@@ -135,7 +147,6 @@ struct ManagerSimulation {
             ends[job.id, default: []].append("ghosts")
         }
         _ = feed(.jobEnded(job.id, final: final))
-        woken = true  // the run loop asks again after each job
     }
 
     mutating func stop() {
@@ -177,8 +188,8 @@ struct ManagerSimulation {
 
     mutating func runLoopChange() {
         if machine.isRunLoopRunning {
-            // run() returns only once its job ended (it awaits it).
-            guard machine.current == nil, random.chance(0.3) else { return }
+            // run() returns only once its jobs ended (it awaits them).
+            guard machine.held.isEmpty, random.chance(0.3) else { return }
             _ = feed(.runEnded)
             #expect(feed(.runEnded) == [])
         } else {
@@ -214,12 +225,21 @@ struct ManagerSimulation {
     mutating func carryOut(_ action: Machine.Action, before: Machine) {
         switch action {
         case .run(let job):
-            #expect(before.state == .acceptingSyncs && before.queue.first == job)
-            #expect(machine.current == job)
+            #expect(before.state == .acceptingSyncs && before.endingUnrun.isEmpty)
+            let place = before.queue.firstIndex(of: job)
+            #expect(place != nil, "\(job) was not queued")
+            // Nothing it conflicts with runs, nor waits before it.
+            #expect(
+                !before.held.contains(where: job.conflicts), "\(job) beside a conflicting job\n\(traceText)")
+            #expect(
+                !before.queue[..<(place ?? 0)].contains(where: job.conflicts),
+                "\(job) overtook a conflicting job\n\(traceText)")
+            #expect(machine.held.contains(job) && machine.held.count <= machine.concurrency)
             #expect(started.insert(job.id).inserted, "\(job) started twice")
             seen.insert("run")
+            if machine.held.count > 1 { seen.insert("several at once") }
         case .endUnrun(let job):
-            #expect(before.endingUnrun.first == job && machine.current == job)
+            #expect(before.endingUnrun.first == job && before.held.isEmpty && machine.held == [job])
             #expect(machine.state == .stopRequested)
             seen.insert("endUnrun")
         case .endUnqueued(let job):
@@ -227,7 +247,7 @@ struct ManagerSimulation {
             if job.kind == .run { _ = write(.stopped(syncState(job.syncId))) }
             seen.insert("endUnqueued")
         case .interrupt(let id):
-            #expect(machine.current?.id == id, "only the job held is interrupted")
+            #expect(machine.held.contains { $0.id == id }, "only a job held is interrupted")
             seen.insert("interrupt")
         case .wakeRunLoop:
             #expect(!machine.isIdle)
@@ -286,8 +306,18 @@ struct ManagerSimulation {
         }
         #expect(machine.isStopping == (machine.state == .stopRequested))
         #expect(machine.isStopped == (machine.state == .stopped))
-        if machine.current == nil, machine.isRunLoopRunning, !machine.isIdle {
-            #expect(woken, "work left with the run loop asleep\n\(traceText)")
+        // Held jobs never conflict (a job starts only below the concurrency: checked at `run`).
+        for (index, job) in machine.held.enumerated() {
+            #expect(
+                !machine.held[(index + 1)...].contains(where: job.conflicts),
+                "conflicting jobs held\n\(traceText)")
+        }
+        // Work the run loop could start now, or a stop's queued jobs to end with nothing held:
+        // the run loop was woken for it.
+        if machine.isRunLoopRunning, !woken {
+            var copy = machine
+            let startable = copy.handle(.runLoopReady)
+            #expect(startable.isEmpty, "work left with the run loop asleep: \(startable)\n\(traceText)")
         }
         // A kept change is always on its way: a retry is under way.
         if !machine.kept.isEmpty { #expect(machine.retryPause != nil && retryPending != nil) }
@@ -304,7 +334,7 @@ struct ManagerSimulation {
 @Suite("Manager state machine: invariants over random event sequences (no I/O)")
 struct ManagerStateMachinePropertyTests {
     @Test(
-        "one job at a time, a stop completes, every job ends once with one status, kept changes land",
+        "up to N jobs at once, none beside or before one it conflicts with; a stop completes; every job ends once with one status; kept changes land",
         arguments: [UInt64(1), 2, 3, 4, 5, 42, 9173, 130_363, 8_675_309])
     func randomSequences(seed: UInt64) {
         var seen: Set<String> = []
@@ -315,8 +345,8 @@ struct ManagerStateMachinePropertyTests {
             seen.formUnion(simulation.seen)
         }
         for reached in [
-            "run", "interrupt", "endUnrun", "endUnqueued", "stop with jobs", "restart waits", "stopped",
-            "kept", "writeAgain",
+            "run", "several at once", "interrupt", "endUnrun", "endUnqueued", "stop with jobs",
+            "restart waits", "stopped", "kept", "writeAgain",
         ] {
             #expect(seen.contains(reached), "no run reached \(reached)")
         }

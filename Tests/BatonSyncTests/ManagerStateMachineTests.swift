@@ -64,6 +64,64 @@ struct ManagerStateMachineTests {
         #expect(machine.handle(.runStarted) == [], "run() may run again once it returned")
     }
 
+    @Test(
+        "several at once: sync downs of other soups run together; one sharing a soup, and a sync up, wait their turn"
+    )
+    func severalAtOnce() {
+        var machine = Machine(concurrency: 3)
+        _ = machine.handle(.runStarted)
+        func submit(_ syncId: Int64, _ soups: Set<String>, up: Bool = false, _ kind: Machine.Job.Kind = .run)
+            -> Machine.Job
+        {
+            let job = machine.makeJob(syncId: syncId, name: nil, kind: kind, soups: soups, alone: up)
+            #expect(machine.handle(.submitted(job)) == [.wakeRunLoop])
+            return job
+        }
+        let accounts = submit(1, ["accounts"])
+        let contacts = submit(2, ["contacts"])
+        let accountGhosts = submit(1, ["accounts"], .cleanGhosts)
+        let up = submit(3, ["accounts"], up: true)
+        let trees = submit(4, ["opportunities"])
+        // The ghost cleaning shares accounts' soup and waits; the sync up waits for everything
+        // before it; the later sync down may not overtake the sync up.
+        #expect(machine.handle(.runLoopReady) == [.run(accounts), .run(contacts)])
+        #expect(machine.held == [accounts, contacts] && machine.queue == [accountGhosts, up, trees])
+        #expect(machine.handle(.runLoopReady) == [])
+        #expect(
+            machine.handle(.jobEnded(contacts.id, final: nil)) == [
+                .resumeSyncWaiters(syncId: 2, nil), .wakeRunLoop,
+            ])
+        #expect(machine.handle(.runLoopReady) == [], "nothing may start: accounts still runs")
+        #expect(machine.handle(.jobEnded(accounts.id, final: nil)) == [.wakeRunLoop])
+        #expect(machine.handle(.runLoopReady) == [.run(accountGhosts)])
+        _ = machine.handle(.jobEnded(accountGhosts.id, final: nil))
+        #expect(machine.handle(.runLoopReady) == [.run(up)], "the sync up runs alone")
+        _ = machine.handle(.jobEnded(up.id, final: nil))
+        #expect(machine.handle(.runLoopReady) == [.run(trees)])
+        // A stop interrupts every running job; a lower concurrency leaves running ones be.
+        let other = submit(5, ["leads"])
+        #expect(machine.handle(.runLoopReady) == [.run(other)])
+        #expect(machine.handle(.setConcurrency(1)) == [])
+        #expect(machine.handle(.stop) == [.interrupt(trees.id), .interrupt(other.id)])
+        _ = machine.handle(.jobEnded(trees.id, final: nil))
+        #expect(machine.isStopping)
+        #expect(machine.handle(.jobEnded(other.id, final: nil)).contains(.resumeStopWaiters))
+        #expect(machine.isStopped)
+    }
+
+    @Test("a cancel interrupts the sync's running job, not the others running beside it")
+    func cancelAmongSeveral() {
+        var machine = Machine(concurrency: 2)
+        _ = machine.handle(.runStarted)
+        let first = machine.makeJob(syncId: 1, name: nil, kind: .run, soups: ["a"])
+        let second = machine.makeJob(syncId: 2, name: nil, kind: .run, soups: ["b"])
+        _ = machine.handle(.submitted(first))
+        _ = machine.handle(.submitted(second))
+        #expect(machine.handle(.runLoopReady) == [.run(first), .run(second)])
+        #expect(machine.handle(.cancel(syncId: 2)) == [.interrupt(second.id)])
+        #expect(machine.mustStop(2) && !machine.mustStop(1))
+    }
+
     @Test("a sync's waiters wait for every job of it: a clean resync ghosts queued behind its run")
     func waitersWaitForEveryJob() {
         var machine = runningMachine()
@@ -71,7 +129,7 @@ struct ManagerStateMachineTests {
         let (ghosts, _) = machine.submit(1, .cleanGhosts)
         #expect(machine.isRunActive(1))
         _ = machine.handle(.runLoopReady)
-        #expect(machine.handle(.jobEnded(run.id, final: syncState(1, .done))) == [])
+        #expect(machine.handle(.jobEnded(run.id, final: syncState(1, .done))) == [.wakeRunLoop])
         #expect(machine.isActive(1) && !machine.isRunActive(1))
         #expect(machine.handle(.runLoopReady) == [.run(ghosts)])
         #expect(machine.handle(.jobEnded(ghosts.id, final: nil)) == [.resumeSyncWaiters(syncId: 1, nil)])
@@ -92,11 +150,16 @@ struct ManagerStateMachineTests {
         #expect(machine.handle(.runLoopReady) == [], "the running job reports stopped first")
         #expect(machine.handle(.stop) == [.interrupt(a.id)], "a stop again interrupts it again")
         let stopped = syncState(1, .stopped)
-        #expect(machine.handle(.jobEnded(a.id, final: stopped)) == [.resumeSyncWaiters(syncId: 1, stopped)])
+        // Its end wakes the run loop for the jobs the stop left to end.
+        #expect(
+            machine.handle(.jobEnded(a.id, final: stopped)) == [
+                .resumeSyncWaiters(syncId: 1, stopped), .wakeRunLoop,
+            ])
         #expect(machine.isStopping)
         #expect(machine.handle(.runLoopReady) == [.endUnrun(b)])
         #expect(machine.isActive(2), "a sync being marked stopped is still waited for")
-        #expect(machine.handle(.jobEnded(b.id, final: nil)) == [.resumeSyncWaiters(syncId: 2, nil)])
+        #expect(
+            machine.handle(.jobEnded(b.id, final: nil)) == [.resumeSyncWaiters(syncId: 2, nil), .wakeRunLoop])
         #expect(machine.handle(.runLoopReady) == [.endUnrun(c)])
         #expect(
             machine.handle(.jobEnded(c.id, final: nil)) == [

@@ -11,6 +11,7 @@ struct BenchFigures: Encodable {
     var resumeWaste: ResumeWaste?
     var incremental: Incremental?
     var ghosts: Ghosts?
+    var syncs: Syncs?
     var contention: Contention?
     var readers: Readers?
     var memory: Memory?
@@ -127,6 +128,47 @@ struct BenchFigures: Encodable {
         init(_ waste: [ResumeWasteBench.Case]) {
             maxExtraRecords = waste.map(\.extra).max() ?? 0
             cases = waste.map { Case(stopAtPercent: $0.stopAt, tie: $0.tie, extra: $0.extra) }
+        }
+    }
+
+    /// Several sync downs until all are done: at once against one at a time, and the floor;
+    /// medians of the rounds.
+    struct Syncs: Encodable {
+        var syncs: Int
+        var records: Int
+        var latencyMs: Int
+        var batchSize: Int
+        var concurrentMs: Double
+        var oneAtATimeMs: Double
+        /// The longest single sync run alone (in the one-at-a-time runs), and every page save
+        /// alone; the floor is the longer.
+        var longestAloneMs: Double
+        var savesAloneMs: Double
+        var floorMs: Double
+        var concurrentVsOneAtATime: Double
+        var concurrentVsFloor: Double
+        var rounds: [SyncsBench.Round]
+
+        init(_ result: SyncsBench.Result) {
+            syncs = result.syncs
+            records = result.records
+            latencyMs = result.latencyMs
+            batchSize = result.batchSize
+            rounds = result.rounds
+            func median(_ values: [Double]) -> Double { BenchStats.percentile(values, 50) }
+            let concurrent = median(result.rounds.filter { $0.way == "concurrent" }.map(\.ms))
+            let sequential = result.rounds.filter { $0.way == "oneAtATime" }
+            let oneAtATime = median(sequential.map(\.ms))
+            let alone = median(sequential.map(\.longestSyncMs))
+            let saves = median(result.savesAloneMs)
+            let floor = max(alone, saves)
+            concurrentMs = round(concurrent)
+            oneAtATimeMs = round(oneAtATime)
+            longestAloneMs = round(alone)
+            savesAloneMs = round(saves)
+            floorMs = round(floor)
+            concurrentVsOneAtATime = round(concurrent / max(oneAtATime, 0.001), 1000)
+            concurrentVsFloor = round(concurrent / max(floor, 0.001), 1000)
         }
     }
 

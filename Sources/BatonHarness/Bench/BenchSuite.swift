@@ -5,8 +5,8 @@ import Foundation
 public struct BenchSuite: Sendable {
     /// The scenarios, in the order they run.
     public static let scenarios = [
-        "ingest", "lifecycle", "takeover", "waste", "incremental", "ghosts", "contention", "readers",
-        "memory",
+        "ingest", "lifecycle", "takeover", "waste", "incremental", "ghosts", "syncs", "contention",
+        "readers", "memory",
     ]
 
     public var records: Int
@@ -79,6 +79,10 @@ public struct BenchSuite: Sendable {
             let soup = min(records, 100_000)
             progress("ghosts: clean resync ghosts of \(soup) records after 10 deletions, both ways…")
             figures.ghosts = .init(try await GhostBench.run(records: soup))
+        }
+        if wanted("syncs") {
+            progress("syncs: 8 sync downs of 5,000 records with 100 ms a request, at once and one at a time…")
+            figures.syncs = .init(try await SyncsBench.run())
         }
         if wanted("contention") {
             progress("5/6 contention…")
@@ -172,6 +176,14 @@ public struct BenchSuite: Sendable {
             (
                 "ghosts",
                 "| clean resync ghosts, \(v("ghosts.deletes")) deleted in \(v("ghosts.records")) records: requests; ids transferred; ms (the deletions since vs every id) | \(v("ghosts.incrementalRequests")); \(v("ghosts.incrementalIds")); \(v("ghosts.incrementalMs")) | \(v("ghosts.fullRequests")); \(v("ghosts.fullIds")); \(v("ghosts.fullMs")) | ids \(v("ghosts.idsRatio")), time \(v("ghosts.timeRatio")) |"
+            ),
+            (
+                "syncs",
+                "| \(v("syncs.syncs")) sync downs of \(v("syncs.records")) records (\(v("syncs.latencyMs")) ms a request, batches of \(v("syncs.batchSize"))) until all done, ms: at once vs one at a time | \(v("syncs.concurrentMs")) | \(v("syncs.oneAtATimeMs")) | \(v("syncs.concurrentVsOneAtATime")) |"
+            ),
+            (
+                "syncs",
+                "| the same, at once vs the floor (the longest sync alone \(v("syncs.longestAloneMs")), every page save alone \(v("syncs.savesAloneMs"))), ms | \(v("syncs.concurrentMs")) | \(v("syncs.floorMs")) | \(v("syncs.concurrentVsFloor")) |"
             ),
             (
                 "contention",

@@ -28,6 +28,8 @@ public struct ParticipantLaunch: Sendable {
     public var frozenHolder: FrozenHolder.Policy = FrozenHolder.standard.policy
     public var frozenBound: Double = 2
     public var busyTimeout: Double = 10
+    /// How many syncs the writer runs at once (``SyncManager/setConcurrency(_:)``).
+    public var concurrentSyncs = 1
     /// Bytes at which the participant's log rotates.
     public var logLimit: Int64 = ParticipantLog.defaultLimit
     /// Testing only: while this file exists, store writes fail as its first line says.
@@ -64,6 +66,9 @@ public struct ParticipantLaunch: Sendable {
         try within(frozenBound, 0...3600, "--frozen-bound")
         try within(busyTimeout, 0...3600, "--busy-timeout")
         try within(retryDelay, 0...3600, "--retry-delay")
+        guard (1...64).contains(concurrentSyncs) else {
+            throw CLIError(message: "--concurrent-syncs must be between 1 and 64")
+        }
         guard logLimit >= ParticipantLog.minimumLimit else {
             throw CLIError(message: "--log-limit must be at least \(ParticipantLog.minimumLimit) bytes")
         }
@@ -90,6 +95,7 @@ public struct ParticipantLaunch: Sendable {
             busyTimeout: .milliseconds(Int64(busyTimeout * 1000)), faults: faults, logger: logger)
         let manager = SyncManager(
             store: store, targetFactory: RESTTargetFactory(client: client, store: store), logger: logger)
+        await manager.setConcurrency(concurrentSyncs)
         let participant = try Participant(
             configuration: ParticipantConfiguration(
                 name: name, role: role, priority: priority, syncs: syncs, initialLifecycle: initialLifecycle,

@@ -2,16 +2,22 @@
 /// `SyncManager` feeds it and carries out what it returns (`SyncManager+Machine.swift`).
 ///
 /// It owns everything a reader of the manager must check: its state (Mobile Sync's accepting,
-/// stop requested, stopped), whether `run()` runs, the queue of jobs, the job the run loop
+/// stop requested, stopped), whether `run()` runs, the queue of jobs, the jobs the run loop
 /// holds, the queued jobs a stop reached, the syncs asked to cancel, and the status changes
 /// that could not be written yet, with their retry. Jobs are values: what one carries that is
 /// not (a listener, a continuation, its task) the manager keeps beside it, by job id.
 ///
 /// The rules:
-/// - Jobs run one at a time, in submission order, only while accepting and inside `run()`.
-/// - A stop interrupts the running job and takes the queue: once the running job ended, the
-///   run loop ends each queued job without running it (its sync `stopped`), in order. The
-///   manager is stopped when none is left; a stop with nothing to end is stopped at once.
+/// - Jobs run only while accepting and inside `run()`, up to ``concurrency`` at once (1 by
+///   default: one at a time, in submission order).
+/// - Two jobs that conflict never run at once, and the later never starts before the earlier:
+///   jobs of the same sync, jobs that share a soup (a sync down and the ghost cleaning of its
+///   soup, a parent-children pair of the same soups), and a sync up with any job (a sync up runs
+///   alone, after every job submitted before it and before every job submitted after it: what
+///   it sends may depend on an earlier sync, as a contact on the account it names).
+/// - A stop interrupts the running jobs and takes the queue: once they all ended, the run loop
+///   ends each queued job without running it (its sync `stopped`), in order. The manager is
+///   stopped when none is left; a stop with nothing to end is stopped at once.
 /// - A job submitted once a stop arrived is never queued: it ends at once, unrun.
 /// - A restart accepts again when stopped, waits for the stop to complete when one is under
 ///   way, and changes nothing when accepting.
@@ -53,8 +59,17 @@ public struct ManagerStateMachine: Sendable, Hashable {
         /// be read when the job runs.
         package let name: String?
         package let kind: Kind
+        /// The soups the job writes (its sync's, and a parent-children target's children's).
+        package let soups: Set<String>
+        /// A sync up's run: it runs alone (see the rules).
+        package let alone: Bool
 
         package var description: String { "job \(id) (\(kind) of sync \(syncId))" }
+
+        /// Whether the two may not run at once (nor the later start before the earlier).
+        package func conflicts(with other: Job) -> Bool {
+            alone || other.alone || syncId == other.syncId || !soups.isDisjoint(with: other.soups)
+        }
     }
 
     package enum Event: Sendable, Hashable {
@@ -95,6 +110,8 @@ public struct ManagerStateMachine: Sendable, Hashable {
         case flushAsked
         /// The write access changed: kept changes are left to the next holder's recovery.
         case accessChanged
+        /// How many jobs may run at once.
+        case setConcurrency(Int)
     }
 
     package enum Action: Sendable, Hashable {
@@ -131,13 +148,17 @@ public struct ManagerStateMachine: Sendable, Hashable {
     package static let longestRetryPause = Duration.seconds(2)
 
     public private(set) var state: State
+    /// How many jobs may run at once (at least 1).
+    public private(set) var concurrency: Int
     /// `run()` runs.
     package private(set) var isRunLoopRunning = false
     /// Jobs submitted and not started, in order (empty unless accepting).
     package private(set) var queue: [Job] = []
-    /// The job the run loop holds: running, or ending unrun.
-    package private(set) var current: Job?
-    /// Queued jobs a stop reached: each ends without running, in order, after `current`
+    /// The jobs the run loop holds, in the order they started: running, or one ending unrun.
+    package private(set) var held: [Job] = []
+    /// The job the run loop holds when it holds one (the first, when several run).
+    package var current: Job? { held.first }
+    /// Queued jobs a stop reached: each ends without running, in order, after the held jobs
     /// (empty while accepting).
     package private(set) var endingUnrun: [Job] = []
     /// Syncs asked to stop at their next check.
@@ -148,8 +169,9 @@ public struct ManagerStateMachine: Sendable, Hashable {
     package private(set) var retryPause: Duration?
     private var lastJobId: JobID = 0
 
-    public init(state: State = .acceptingSyncs) {
+    public init(state: State = .acceptingSyncs, concurrency: Int = 1) {
         self.state = state
+        self.concurrency = max(1, concurrency)
     }
 
     /// `isStopping()`: a stop was requested and jobs are still ending.
@@ -159,9 +181,11 @@ public struct ManagerStateMachine: Sendable, Hashable {
 
     /// A new job for the sync: fed with `submitted` once its `running` committed. Its id is
     /// minted here so that what the manager keeps beside it can be filed first.
-    package mutating func makeJob(syncId: Int64, name: String?, kind: Job.Kind) -> Job {
+    package mutating func makeJob(
+        syncId: Int64, name: String?, kind: Job.Kind, soups: Set<String> = [], alone: Bool = false
+    ) -> Job {
         lastJobId += 1
-        return Job(id: lastJobId, syncId: syncId, name: name, kind: kind)
+        return Job(id: lastJobId, syncId: syncId, name: name, kind: kind, soups: soups, alone: alone)
     }
 
     /// Why a submission is refused now (the state), or nil when it is accepted.
@@ -179,7 +203,7 @@ public struct ManagerStateMachine: Sendable, Hashable {
     }
 
     /// No job is queued, running or ending.
-    package var isIdle: Bool { current == nil && queue.isEmpty && endingUnrun.isEmpty }
+    package var isIdle: Bool { held.isEmpty && queue.isEmpty && endingUnrun.isEmpty }
 
     /// Whether the sync must stop at its next check: a stop, or a cancel of it.
     package func mustStop(_ syncId: Int64) -> Bool {
@@ -187,7 +211,7 @@ public struct ManagerStateMachine: Sendable, Hashable {
     }
 
     /// Every job the manager holds: running or ending, queued, reached by a stop.
-    package var jobs: [Job] { (current.map { [$0] } ?? []) + queue + endingUnrun }
+    package var jobs: [Job] { held + queue + endingUnrun }
 
     /// Takes `event` in and returns what to do, in order.
     package mutating func handle(_ event: Event) -> [Action] {
@@ -211,8 +235,7 @@ public struct ManagerStateMachine: Sendable, Hashable {
         case .cancel(let syncId):
             guard isActive(syncId) else { return [] }
             cancelRequested.insert(syncId)
-            guard let current, current.syncId == syncId else { return [] }
-            return [.interrupt(current.id)]
+            return held.filter { $0.syncId == syncId }.map { .interrupt($0.id) }
         case .listenerCancelled(let syncId):
             cancelRequested.insert(syncId)
             return []
@@ -230,6 +253,7 @@ public struct ManagerStateMachine: Sendable, Hashable {
         case .accessChanged:
             kept = [:]
             return []
+        case .setConcurrency(let count): return setConcurrency(count)
         }
     }
 
@@ -244,26 +268,49 @@ public struct ManagerStateMachine: Sendable, Hashable {
         return [.wakeRunLoop]
     }
 
+    /// The jobs to start now: a stop's queued jobs one at a time once nothing runs; else every
+    /// queued job, in order, that conflicts with no running job nor an earlier queued one, up to
+    /// ``concurrency`` running.
     private mutating func runLoopReady() -> [Action] {
-        guard isRunLoopRunning, current == nil else { return [] }
+        guard isRunLoopRunning else { return [] }
         if !endingUnrun.isEmpty {
+            guard held.isEmpty else { return [] }
             let job = endingUnrun.removeFirst()
-            current = job
+            held = [job]
             return [.endUnrun(job)]
         }
-        guard state == .acceptingSyncs, !queue.isEmpty else { return [] }
-        let job = queue.removeFirst()
-        current = job
-        return [.run(job)]
+        guard state == .acceptingSyncs else { return [] }
+        var started: [Action] = []
+        var waiting: [Job] = []
+        for job in queue {
+            if held.count < concurrency, !held.contains(where: job.conflicts),
+                !waiting.contains(where: job.conflicts)
+            {
+                held.append(job)
+                started.append(.run(job))
+            } else {
+                waiting.append(job)
+            }
+        }
+        queue = waiting
+        return started
     }
 
     private mutating func jobEnded(_ id: JobID, final: SyncState?) -> [Action] {
-        guard let job = current, job.id == id else { return [] }
-        current = nil
+        guard let index = held.firstIndex(where: { $0.id == id }) else { return [] }
+        let job = held.remove(at: index)
         cancelRequested.remove(job.syncId)
         var actions: [Action] = []
         if !isActive(job.syncId) { actions.append(.resumeSyncWaiters(syncId: job.syncId, final)) }
+        // The run loop starts what this job held back, or the next a stop left to end.
+        if !queue.isEmpty || !endingUnrun.isEmpty { actions.append(.wakeRunLoop) }
         return actions + completeStop()
+    }
+
+    /// Sets how many jobs may run at once (at least 1); more may start now.
+    private mutating func setConcurrency(_ count: Int) -> [Action] {
+        concurrency = max(1, count)
+        return queue.isEmpty ? [] : [.wakeRunLoop]
     }
 
     /// A requested stop completes once no job is left.
@@ -283,12 +330,11 @@ public struct ManagerStateMachine: Sendable, Hashable {
             state = .stopRequested
             endingUnrun = queue
             queue = []
-            var actions: [Action] = []
-            if let current { actions.append(.interrupt(current.id)) }
+            var actions: [Action] = held.map { .interrupt($0.id) }
             if !endingUnrun.isEmpty { actions.append(.wakeRunLoop) }
             return actions
         case .stopRequested:
-            return current.map { [.interrupt($0.id)] } ?? []
+            return held.map { .interrupt($0.id) }
         case .stopped:
             return []
         }

@@ -46,19 +46,43 @@ extension SyncManager {
         }
     }
 
-    /// The run loop: whenever woken, takes the jobs the machine gives it, one at a time, until
-    /// there are none or `run()` is cancelled.
+    /// The run loop: whenever woken, starts the jobs the machine gives it, each in a child task
+    /// (up to the machine's concurrency run at once), and ends the jobs a stop reached, one at a
+    /// time; until `run()` is cancelled, which cancels the running jobs and waits for them.
     func runJobs() async {
-        await takeJobs()
-        for await _ in wakeups.jobs { await takeJobs() }
+        await withDiscardingTaskGroup { group in
+            await takeJobs(&group)
+            for await _ in wakeups.jobs { await takeJobs(&group) }
+        }
     }
 
-    private func takeJobs() async {
+    private func takeJobs(_ group: inout DiscardingTaskGroup) async {
         while !Task.isCancelled {
             let actions = machine.handle(.runLoopReady)
             if actions.isEmpty { return }
-            await carryOut(actions)
+            for action in actions {
+                guard case .run(let job) = action else {
+                    await carryOut([action])
+                    continue
+                }
+                group.addTask { await self.runHeld(job) }
+            }
         }
+    }
+
+    /// Runs a job the machine started and tells it of the end.
+    private func runHeld(_ job: Job) async {
+        let final = await execute(job)
+        jobs[job.id] = nil
+        await carryOut(machine.handle(.jobEnded(job.id, final: final)))
+    }
+
+    /// Sets how many syncs may run at once (at least 1; 1, one at a time in submission order,
+    /// is Mobile Sync's way and the default). Their fetches overlap; their page saves go one at
+    /// a time through the one writer. Syncs that share a soup, and a sync up with any other,
+    /// still run one after the other (``ManagerStateMachine``).
+    public func setConcurrency(_ count: Int) {
+        carryOutAtOnce(machine.handle(.setConcurrency(count)))
     }
 
     /// The retry loop: after each pause the machine asks for, writes the kept status changes

@@ -32,8 +32,8 @@ extension SyncManager {
             idField: idField, dateField: dateField, children: children, incremental: incremental)
         let access = try writer()
         let cut = StopFlag()
-        pageSaves.cut = cut
-        defer { pageSaves.cut = nil }
+        pageSaves.cuts[ObjectIdentifier(cut)] = cut
+        defer { pageSaves.cuts[ObjectIdentifier(cut)] = nil }
         return try await withCheckedThrowingContinuation { continuation in
             pageSaves.queue.async {
                 continuation.resume(
@@ -48,17 +48,17 @@ extension SyncManager {
         }
     }
 
-    /// Ends the page a sync down is saving at its next record instead of letting it finish, once
-    /// a stop was requested (before that, it does nothing): a sync down that resumes by id
-    /// commits the records saved so far with the id of the last of them, and its restart asks
-    /// for the ids after it; another keeps nothing of the page (its restart starts over anyway).
-    /// This buys a stop that does not wait for a save.
+    /// Ends the pages sync downs are saving (or waiting to save, behind another's) at their next
+    /// record instead of letting them finish, once a stop was requested (before that, it does
+    /// nothing): a sync down that resumes by id commits the records saved so far with the id of
+    /// the last of them, and its restart asks for the ids after it; another keeps nothing of the
+    /// page (its restart starts over anyway). This buys a stop that does not wait for a save.
     ///
     /// - Returns: whether a page was being saved.
     @discardableResult
     public func endPageSaveEarly() -> Bool {
-        guard machine.state != .acceptingSyncs, let cut = pageSaves.cut else { return false }
-        cut.raise()
+        guard machine.state != .acceptingSyncs, !pageSaves.cuts.isEmpty else { return false }
+        for cut in pageSaves.cuts.values { cut.raise() }
         return true
     }
 
@@ -66,8 +66,10 @@ extension SyncManager {
     /// milliseconds would otherwise hold from the work that reacts to a stop; and the flag
     /// ``endPageSaveEarly()`` raises to end the page being saved at its next record.
     struct PageSaves {
+        /// Serial: the pages of syncs running at once are saved one at a time, in turn.
         let queue = DispatchQueue(label: "baton.sync.page-save")
-        var cut: StopFlag?
+        /// The flag of each page being saved or waiting for its turn.
+        var cuts: [ObjectIdentifier: StopFlag] = [:]
     }
 
     /// Where a sync down's page goes and how it is merged.

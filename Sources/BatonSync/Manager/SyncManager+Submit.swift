@@ -126,7 +126,8 @@ extension SyncManager {
                 .wrongSyncType, "clean resync ghosts applies to sync downs; sync \(id) is a sync up")
         }
         return try await withCheckedThrowingContinuation { continuation in
-            let job = machine.makeJob(syncId: id, name: state.name, kind: .cleanGhosts)
+            let job = machine.makeJob(
+                syncId: id, name: state.name, kind: .cleanGhosts, soups: state.soups, alone: false)
             jobs[job.id] = JobHandles(ghosts: continuation, incremental: incremental)
             // Accepted: nothing suspended since `requireAccepting`, so no stop came between.
             carryOutAtOnce(machine.handle(.submitted(job)))
@@ -176,7 +177,8 @@ extension SyncManager {
         let start = StatusChange.start(state)
         if let failure = await changeStatus(start, onUpdate: onUpdate) { throw failure }
         // A stop may have arrived while persisting: then the machine ends the job at once.
-        let job = machine.makeJob(syncId: state.id, name: state.name, kind: .run)
+        let job = machine.makeJob(
+            syncId: state.id, name: state.name, kind: .run, soups: state.soups, alone: state.type == .syncUp)
         jobs[job.id] = JobHandles(onUpdate: onUpdate)
         await carryOut(machine.handle(.submitted(job)))
         return start.state ?? state

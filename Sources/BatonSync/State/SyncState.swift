@@ -38,6 +38,16 @@ public struct SyncState: Sendable, Hashable, Encodable {
 
     public var mergeMode: MergeMode { options.mergeMode }
 
+    /// The soups the sync writes: its own, and a parent-children target's children's (Mobile
+    /// Sync's `childrenInfo`, `children` in Baton's sync up description).
+    public var soups: Set<String> {
+        var soups: Set<String> = [soupName]
+        for key in ["childrenInfo", "children"] {
+            if let soup = target[key]?.objectValue?["soupName"]?.stringValue { soups.insert(soup) }
+        }
+        return soups
+    }
+
     /// What `baton syncs --json` shows of it.
     enum CodingKeys: String, CodingKey {
         case id, name, type, target, options, status, progress, totalSize, maxTimeStamp, startTime, endTime

@@ -104,6 +104,12 @@ struct ParticipantCommand: AsyncParsableCommand {
     )
     var busyTimeout: Double = 10
     @Option(
+        name: .customLong("concurrent-syncs"),
+        help:
+            "How many syncs the writer runs at once: their fetches overlap, their page saves go one at a time; syncs sharing a soup, and a sync up with any other, still run one after the other (1: one at a time, as Mobile Sync)."
+    )
+    var concurrentSyncs = 1
+    @Option(
         name: .customLong("log-limit"),
         help: ArgumentHelp(
             "The size at which D/logs/NAME.jsonl rotates to NAME.jsonl.1 (one old file kept): bytes, or with K, M or G (powers of 1024).",
@@ -148,6 +154,7 @@ struct ParticipantCommand: AsyncParsableCommand {
         launch.frozenHolder = frozenHolder.policy
         launch.frozenBound = frozenBound
         launch.busyTimeout = busyTimeout
+        launch.concurrentSyncs = concurrentSyncs
         launch.logLimit = ByteCount.parse(logLimit) ?? ParticipantLog.defaultLimit
         launch.storageFaultFile = storageFaultFile
         return launch
