@@ -65,9 +65,25 @@ public enum LockHolders {
     /// and minor numbers in hexadecimal and the inode in decimal, as in
     /// `5: FLOCK  ADVISORY  WRITE 1721 fe:00:16220936 0 EOF`.
     public static func parse(_ text: String, device: UInt64, inode: UInt64) -> [LockHolder] {
+        locks(in: text, device: device, inode: inode).map {
+            LockHolder(pid: $0.pid, kind: $0.kind, access: $0.access)
+        }
+    }
+
+    /// One lock of `/proc/locks`: its holder, and the byte range it covers (`end` nil: to EOF).
+    struct Lock {
+        var pid: Int32
+        var kind: LockHolder.Kind
+        var access: LockHolder.Access
+        var start: UInt64?
+        var end: UInt64?
+    }
+
+    /// The locks held (not waited for) on the file with `device` and `inode`, in order.
+    static func locks(in text: String, device: UInt64, inode: UInt64) -> [Lock] {
         let major = ((device >> 8) & 0xfff) | ((device >> 32) & ~UInt64(0xfff))
         let minor = (device & 0xff) | ((device >> 12) & ~UInt64(0xff))
-        var holders: [LockHolder] = []
+        var locks: [Lock] = []
         for line in text.split(separator: "\n") {
             let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
             guard fields.count >= 6, fields[0].hasSuffix(":"),
@@ -81,9 +97,15 @@ public enum LockHolders {
                 UInt64(place[1], radix: 16) == minor,
                 UInt64(place[2]) == inode
             else { continue }
-            holders.append(LockHolder(pid: pid, kind: kind, access: access))
+            // An end that is neither a number nor EOF: a line this reader does not know.
+            let end = fields.count > 7 ? UInt64(fields[7]) : nil
+            if fields.count > 7, end == nil, fields[7] != "EOF" { continue }
+            locks.append(
+                Lock(
+                    pid: pid, kind: kind, access: access, start: fields.count > 6 ? UInt64(fields[6]) : nil,
+                    end: end))
         }
-        return holders
+        return locks
     }
 
     /// The processes holding a process-associated (`POSIX`) write lock on a range that covers
@@ -93,25 +115,12 @@ public enum LockHolders {
     public static func posixWriters(covering byte: UInt64, in text: String, device: UInt64, inode: UInt64)
         -> [Int32]
     {
-        let major = ((device >> 8) & 0xfff) | ((device >> 32) & ~UInt64(0xfff))
-        let minor = (device & 0xff) | ((device >> 12) & ~UInt64(0xff))
-        var writers: [Int32] = []
-        for line in text.split(separator: "\n") {
-            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
-            guard fields.count >= 8, fields[0].hasSuffix(":"),
-                !fields.contains(where: { $0.hasPrefix("->") }),
-                fields[1] == "POSIX", fields[3] == "WRITE", let pid = Int32(fields[4]),
-                let start = UInt64(fields[6]), start <= byte,
-                fields[7] == "EOF" || (UInt64(fields[7]).map { $0 >= byte } ?? false)
-            else { continue }
-            let place = fields[5].split(separator: ":", omittingEmptySubsequences: false)
-            guard place.count == 3, UInt64(place[0], radix: 16) == major,
-                UInt64(place[1], radix: 16) == minor,
-                UInt64(place[2]) == inode
-            else { continue }
-            writers.append(pid)
-        }
-        return writers
+        locks(in: text, device: device, inode: inode).filter { lock in
+            guard lock.kind == .posix, lock.access == .write, let start = lock.start, start <= byte else {
+                return false
+            }
+            return lock.end.map { $0 >= byte } ?? true
+        }.map(\.pid)
     }
 
     /// The byte of SQLite's log index (`-shm`) whose write lock is the WAL write lock
