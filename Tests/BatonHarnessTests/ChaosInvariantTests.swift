@@ -244,4 +244,33 @@ struct ChaosInvariantTests {
         stale[0]["LastModifiedDate"] = "2025-01-01T00:00:00.000+0000"
         #expect(check(parents: stale, children: contacts)?.detail.contains("accounts differ") == true)
     }
+
+    @Test(
+        "syncs at once are read from a log: from running with a size to the next status, none across a new lease term"
+    )
+    func syncsAtOnce() {
+        func sync(_ id: Int64, _ status: SyncStatus, size: Int64 = 10) -> JSONObject {
+            ["event": "sync", "id": .int(id), "status": .string(status.rawValue), "totalSize": .int(size)]
+        }
+        let lease: JSONObject = ["event": "lease.acquired"]
+        // 1 and 2 overlap; 3 starts after 1 ended: two at once.
+        #expect(
+            ChaosRun.syncsAtOnce([
+                lease, sync(1, .running), sync(2, .running), sync(1, .done), sync(3, .running),
+                sync(2, .stopped),
+            ]) == 2)
+        // A killed writer's syncs never ended in its log: the next term starts from none.
+        #expect(
+            ChaosRun.syncsAtOnce([
+                lease, sync(1, .running), ["event": "lease.takeover"], sync(2, .running), sync(2, .done),
+                sync(3, .running),
+            ]) == 1)
+        #expect(ChaosRun.syncsAtOnce([lease, sync(1, .running), sync(1, .failed), sync(1, .running)]) == 1)
+        // Queued syncs report running with no size yet: they do not run.
+        #expect(
+            ChaosRun.syncsAtOnce([
+                lease, sync(1, .running, size: -1), sync(2, .running, size: -1), sync(1, .running),
+                sync(1, .done), sync(2, .running),
+            ]) == 1)
+    }
 }

@@ -102,6 +102,8 @@ struct ListenerContractTests {
     )
     func stopWithQueuedAndRestart() async throws {
         try await withSyncFixture { f in
+            // Mobile Sync's one at a time: the second waits in the queue.
+            await f.manager.setConcurrency(1)
             try await f.client.adminSeed(type: "Account", count: 10)
             try await f.client.adminSeed(type: "Contact", count: 4)
             try await f.client.adminSetFaults(["latencyMs": 150])

@@ -74,6 +74,8 @@ struct StopRestartTests {
     @Test("two queued sync downs stop: the running one mid-way, the queued one never started")
     func queuedSyncsStop() async throws {
         try await withSyncFixture { f in
+            // Mobile Sync's one at a time: the second waits in the queue.
+            await f.manager.setConcurrency(1)
             try await f.client.adminSeed(type: "Account", count: 8)
             try await f.client.adminSeed(type: "Contact", count: 4)
             try await f.client.adminSetFaults(["latencyMs": 100])

@@ -147,6 +147,8 @@ struct UnreadableSyncTests {
         arguments: damages)
     func queuedRowGoesBad(damage: Damage) async throws {
         try await UnreadableFixture.run { f in
+            // Mobile Sync's one at a time: the later syncs wait in the queue.
+            await f.manager.setConcurrency(1)
             let setAsides = await f.manager.setAsideSyncs()
             let first = try await f.manager.syncDown(
                 target: MemoryTarget(count: 3, gate: f.gate), soupName: "first", name: "first")
@@ -204,6 +206,8 @@ struct UnreadableSyncTests {
             }
         })
         try await UnreadableFixture.run(hooks: hooks) { f in
+            // Mobile Sync's one at a time: the later syncs wait in the queue.
+            await f.manager.setConcurrency(1)
             let setAsides = await f.manager.setAsideSyncs()
             let first = try await f.manager.syncDown(
                 target: MemoryTarget(count: 3, gate: f.gate), soupName: "first", name: "first")

@@ -40,6 +40,9 @@ public struct ParticipantConfiguration: Sendable {
     /// What a waiting participant does about a lease holder frozen inside a write transaction
     /// (default: resume it after 2 s; see ``FrozenHolder``).
     public var frozenHolder: FrozenHolder
+    /// Clean resync ghosts from the server's deletions since the last clean instead of a
+    /// comparison of every id (``SyncManager/cleanResyncGhosts(id:incremental:)``).
+    public var incrementalGhostCleaning = false
 
     /// Makes a configuration; `priority` defaults to the role's (``ParticipantRole/defaultPriority``).
     public init(

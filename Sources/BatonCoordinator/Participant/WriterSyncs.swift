@@ -148,10 +148,11 @@ actor WriterSyncs {
 
     func queueGhostCleaning(syncId: Int64, name: String) {
         let (manager, log, previous) = (self.manager, self.log, ghostCleaning)
+        let incremental = configuration.incrementalGhostCleaning
         ghostCleaning = Task {
             await previous?.value
             do {
-                let deleted = try await manager.cleanResyncGhosts(id: syncId)
+                let deleted = try await manager.cleanResyncGhosts(id: syncId, incremental: incremental)
                 log.log("ghosts.cleaned", ["name": .string(name), "deleted": .int(Int64(deleted))])
             } catch {
                 log.log(

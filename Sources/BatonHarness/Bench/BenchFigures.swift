@@ -1,3 +1,5 @@
+import BatonREST
+
 /// What `baton bench --json` reports: the machine, and each scenario that ran (the others are
 /// left out), with its baseline and ratios. Figures are rounded as the table shows them.
 struct BenchFigures: Encodable {
@@ -12,6 +14,7 @@ struct BenchFigures: Encodable {
     var incremental: Incremental?
     var ghosts: Ghosts?
     var syncs: Syncs?
+    var syncUp: SyncUp?
     var contention: Contention?
     var readers: Readers?
     var memory: Memory?
@@ -147,6 +150,14 @@ struct BenchFigures: Encodable {
         var floorMs: Double
         var concurrentVsOneAtATime: Double
         var concurrentVsFloor: Double
+        /// What no schedule can beat on this machine: the round trips before a sync's first
+        /// full batch can arrive (the server's clock, the first page of
+        /// ``SoqlSyncDownTarget/firstPageSize``, the first full batch), then every later page
+        /// saved alone, one after another through the one writer.
+        var writerFloorMs: Double
+        var concurrentVsWriterFloor: Double
+        /// Until all are done, by how many run at once (1, 2, 4, all): medians.
+        var byConcurrency: [String: Double]
         var rounds: [SyncsBench.Round]
 
         init(_ result: SyncsBench.Result) {
@@ -169,6 +180,43 @@ struct BenchFigures: Encodable {
             floorMs = round(floor)
             concurrentVsOneAtATime = round(concurrent / max(oneAtATime, 0.001), 1000)
             concurrentVsFloor = round(concurrent / max(floor, 0.001), 1000)
+            let laterPages =
+                Double(max(result.records - SoqlSyncDownTarget.firstPageSize, 0))
+                / Double(max(result.records, 1))
+            let writerFloor = Double(3 * result.latencyMs) + saves * laterPages
+            writerFloorMs = round(writerFloor)
+            concurrentVsWriterFloor = round(concurrent / max(writerFloor, 0.001), 1000)
+            var byConcurrency: [String: Double] = [:]
+            for way in Set(result.rounds.map(\.way)) {
+                let key =
+                    way == "oneAtATime"
+                    ? "1" : way == "concurrent" ? "\(result.syncs)" : String(way.dropFirst(10))
+                byConcurrency[key] = round(median(result.rounds.filter { $0.way == way }.map(\.ms)))
+            }
+            self.byConcurrency = byConcurrency
+        }
+    }
+
+    /// Sync up of many local creates against the server's own collections rate; medians.
+    struct SyncUp: Encodable {
+        var records: Int
+        var batchSize: Int
+        var syncUpPerSec: Double
+        var collectionsPerSec: Double
+        var ratio: Double
+        var rounds: [SyncUpBench.Round]
+
+        init(_ result: SyncUpBench.Result) {
+            records = result.records
+            batchSize = result.batchSize
+            rounds = result.rounds
+            func median(_ way: String) -> Double {
+                BenchStats.percentile(result.rounds.filter { $0.way == way }.map(\.recordsPerSec), 50)
+            }
+            let (up, collections) = (median("syncUp"), median("collections"))
+            syncUpPerSec = round(up)
+            collectionsPerSec = round(collections)
+            ratio = round(up / max(collections, 0.001), 1000)
         }
     }
 

@@ -5,7 +5,7 @@ import Foundation
 public struct BenchSuite: Sendable {
     /// The scenarios, in the order they run.
     public static let scenarios = [
-        "ingest", "lifecycle", "takeover", "waste", "incremental", "ghosts", "syncs", "contention",
+        "ingest", "lifecycle", "takeover", "waste", "incremental", "ghosts", "syncs", "syncup", "contention",
         "readers", "memory",
     ]
 
@@ -83,6 +83,10 @@ public struct BenchSuite: Sendable {
         if wanted("syncs") {
             progress("syncs: 8 sync downs of 5,000 records with 100 ms a request, at once and one at a time…")
             figures.syncs = .init(try await SyncsBench.run())
+        }
+        if wanted("syncup") {
+            progress("sync up: 5,000 local creates against the server's own collections rate…")
+            figures.syncUp = .init(try await SyncUpBench.run())
         }
         if wanted("contention") {
             progress("5/6 contention…")
@@ -184,6 +188,18 @@ public struct BenchSuite: Sendable {
             (
                 "syncs",
                 "| the same, at once vs the floor (the longest sync alone \(v("syncs.longestAloneMs")), every page save alone \(v("syncs.savesAloneMs"))), ms | \(v("syncs.concurrentMs")) | \(v("syncs.floorMs")) | \(v("syncs.concurrentVsFloor")) |"
+            ),
+            (
+                "syncs",
+                "| the same, at once vs the writer's floor (3 round trips before a full batch, then every later page saved alone), ms | \(v("syncs.concurrentMs")) | \(v("syncs.writerFloorMs")) | \(v("syncs.concurrentVsWriterFloor")) |"
+            ),
+            (
+                "syncs",
+                "| the same, until all done with 1; 2; 4; \(v("syncs.syncs")) at once, ms | \(v("syncs.byConcurrency.2")); \(v("syncs.byConcurrency.4")); \(v("syncs.concurrentMs")) | \(v("syncs.oneAtATimeMs")) | |"
+            ),
+            (
+                "syncup",
+                "| sync up of \(v("syncUp.records")) local creates (batches of \(v("syncUp.batchSize"))), records/s: sync up vs the server's own sObject Collections inserts | \(v("syncUp.syncUpPerSec")) | \(v("syncUp.collectionsPerSec")) | \(v("syncUp.ratio")) |"
             ),
             (
                 "contention",

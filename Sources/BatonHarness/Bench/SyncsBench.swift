@@ -18,6 +18,9 @@ struct SyncsBench {
         /// The longest span from one sync's end to the next's (the first from the start): one
         /// at a time, a sync run alone.
         var longestSyncMs: Double
+        /// This process's CPU time (user and system, every thread: the syncs and the
+        /// in-process server) over the round.
+        var cpuMs: Double
     }
 
     struct Result {
@@ -42,7 +45,10 @@ struct SyncsBench {
             var saves: [Double] = []
             for _ in 0..<rounds {
                 try await client.adminSetFaults(["latencyMs": .int(Int64(latencyMs))])
-                for (way, concurrency) in [("oneAtATime", 1), ("concurrent", syncs)] {
+                // Mobile Sync's way, then a sweep of how many at once (the default is chosen
+                // from it), the last all of them: "concurrent".
+                let sweep = [2, 4].filter { $0 < syncs }.map { ("concurrent\($0)", $0) }
+                for (way, concurrency) in [("oneAtATime", 1)] + sweep + [("concurrent", syncs)] {
                     measured.append(
                         try await round(
                             way: way, concurrency: concurrency, syncs: syncs, records: records,
@@ -91,6 +97,7 @@ struct SyncsBench {
             group.addTask { try await manager.run() }
             defer { group.cancelAll() }
             let started = ContinuousClock.now
+            let cpuStarted = ProcessCPU.milliseconds()
             var submitted: [SyncState] = []
             for index in 0..<syncs {
                 let target = try SoqlSyncDownTarget(
@@ -106,6 +113,7 @@ struct SyncsBench {
                 }
             }
             let elapsed = ContinuousClock.now - started
+            let cpu = ProcessCPU.milliseconds() - cpuStarted
             for index in 0..<syncs where try unfenced.store.count(in: "s\(index)") != records {
                 throw CLIError(message: "syncs: soup s\(index) does not hold the \(records) accounts")
             }
@@ -113,7 +121,7 @@ struct SyncsBench {
             // to its own: each of those spans is a sync run alone.
             let ends = spans.withLock { $0.values.compactMap(\.done) }.sorted()
             let longest = zip([started] + ends, ends).map { ($1 - $0).inMilliseconds }.max() ?? 0
-            return Round(way: way, ms: elapsed.inMilliseconds, longestSyncMs: longest)
+            return Round(way: way, ms: elapsed.inMilliseconds, longestSyncMs: longest, cpuMs: cpu)
         }
     }
 
@@ -147,5 +155,15 @@ struct SyncsBench {
             }
         }
         return (ContinuousClock.now - started).inMilliseconds
+    }
+}
+
+/// This process's CPU time so far, user and system, in milliseconds.
+enum ProcessCPU {
+    static func milliseconds() -> Double {
+        var usage = rusage()
+        guard getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage) == 0 else { return 0 }
+        func ms(_ time: timeval) -> Double { Double(time.tv_sec) * 1000 + Double(time.tv_usec) / 1000 }
+        return ms(usage.ru_utime) + ms(usage.ru_stime)
     }
 }

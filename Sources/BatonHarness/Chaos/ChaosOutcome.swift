@@ -1,5 +1,6 @@
 import BatonCoordinator
 import BatonStore
+import BatonSync
 import Foundation
 
 /// What a whole chaos run ended with: the summary (JSON and lines), and the failure to report.
@@ -32,8 +33,38 @@ extension ChaosRun {
         }
         await run.shutdown()
         let seconds = BenchStats.seconds(ContinuousClock.now - started)
+        // The summary reads the participants' logs: before their files go.
+        let outcome = run.outcome(violations: violations, seconds: seconds)
         if violations.isEmpty { run.removeDirectory() }
-        return run.outcome(violations: violations, seconds: seconds)
+        return outcome
+    }
+
+    /// The most syncs one participant had running at once, from its log. A submitted sync
+    /// reports `running` with no size while it waits in the queue (Mobile Sync's contract); it
+    /// runs from its first `running` with a size (what its run persists first) to its next
+    /// status. Nothing runs across a new lease term (a killed writer's last syncs have no end
+    /// in the log).
+    static func syncsAtOnce(_ events: [JSONObject]) -> Int {
+        var running: Set<Int64> = []
+        var most = 0
+        for event in events {
+            switch event.event {
+            case "lease.acquired", "lease.takeover":
+                running = []
+            case "sync":
+                guard let id = event["id"]?.intValue else { continue }
+                if event["status"]?.stringValue == SyncStatus.running.rawValue {
+                    guard (event["totalSize"]?.intValue ?? -1) >= 0 else { continue }
+                    running.insert(id)
+                    most = max(most, running.count)
+                } else {
+                    running.remove(id)
+                }
+            default:
+                continue
+            }
+        }
+        return most
     }
 
     func outcome(violations: [ChaosViolation], seconds: Double) -> ChaosOutcome {
@@ -42,7 +73,7 @@ extension ChaosRun {
         // the participants' frozen-holder bound (their default) plus one lease term.
         let policyBound = FrozenHolder.standard.bound + Self.leaseTerm
         var reproduce =
-            "baton chaos --seed \(options.seed) --rounds \(options.rounds) --records \(options.records) --participants \(members.count) --frozen-holder \(options.frozenHolder.rawValue) --freezer \(options.freezer.rawValue)"
+            "baton chaos --seed \(options.seed) --rounds \(options.rounds) --records \(options.records) --participants \(members.count) --frozen-holder \(options.frozenHolder.rawValue) --freezer \(options.freezer.rawValue) --concurrent-syncs \(options.concurrentSyncs)"
         if !passed { reproduce += " --keep DIR" }
         func int(_ value: Int) -> JSONValue { .int(Int64(value)) }
         let faultCounts = JSONObject(
@@ -71,6 +102,9 @@ extension ChaosRun {
         summary["localEdits"] = int(editCount)
         summary["localCreates"] = int(createCount)
         summary["lateCommits"] = int(lateCommits)
+        summary["concurrentSyncs"] = int(options.concurrentSyncs)
+        let atOnce = members.map { Self.syncsAtOnce($0.log.events()) }.max() ?? 0
+        summary["syncsAtOnceMax"] = int(atOnce)
         summary["violations"] = .array(violationList)
         summary["reproduce"] = .string(reproduce)
         summary["seconds"] = .double(BenchStats.round(seconds))
@@ -81,6 +115,7 @@ extension ChaosRun {
             "faults: " + counts.joined(separator: ", "),
             "\(handOvers) hand-overs, \(kills) writers killed, \(interruptedStops) stops past their deadline, \(editCount) local edits and \(createCount) local creates, \(lateCommits) server transactions committed late",
             "\(takeovers) takeovers (\(falseTakeovers) of a holder that was not frozen; slowest freeze-writer takeover \(slowest)), \(blockedDiagnoses) writers named frozen inside a transaction, \(thawed) thawed writers stepped down",
+            "syncs at once: up to \(options.concurrentSyncs) allowed, at most \(atOnce) seen running together in one participant's log",
         ]
         if let longest = frozenInTransactionMillis.max() {
             lines.append(

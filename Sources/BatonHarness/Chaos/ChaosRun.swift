@@ -50,6 +50,8 @@ public final class ChaosRun: @unchecked Sendable {
         public var frozenHolder: FrozenHolder.Policy = FrozenHolder.standard.policy
         /// How a writer is frozen inside a transaction: SIGSTOP, or the v1 cgroup freezer.
         public var freezer: ChaosFreezer = .sigstop
+        /// How many syncs each participant runs at once (`--concurrent-syncs`).
+        public var concurrentSyncs = SyncManager.defaultConcurrency
 
         public init(seed: UInt64, baton: String) {
             self.seed = seed
@@ -66,6 +68,9 @@ public final class ChaosRun: @unchecked Sendable {
                     message:
                         "--freezer cgroup needs the v1 cgroup freezer at \(ChaosFreezer.mount), writable by this user"
                 )
+            }
+            guard (1...64).contains(concurrentSyncs) else {
+                throw CLIError(message: "--concurrent-syncs must be between 1 and 64")
             }
             if let participants, !(2...4).contains(participants) {
                 throw CLIError(message: "--participants must be between 2 and 4")
@@ -89,7 +94,9 @@ public final class ChaosRun: @unchecked Sendable {
     static let treeAccounts = 40
     static let contactsPerAccount = 2
     /// `trees`: Accounts with their Contacts, into soups of their own (Mobile Sync's
-    /// parent-children sync down, in its syncs-config format).
+    /// parent-children sync down, in its syncs-config format); then the sync up `edits` of the
+    /// accounts, so that `accounts` and `trees`, which share no soup, run at once, and `edits`
+    /// (a sync up runs alone) after them.
     static let treesConfig = #"""
         {"syncs": [{"syncName": "trees", "syncType": "syncDown", "soupName": "treeAccounts",
           "target": {"type": "parentChildren", "batchSize": 10,
@@ -97,7 +104,9 @@ public final class ChaosRun: @unchecked Sendable {
             "children": {"sobjectType": "Contact", "sobjectTypePlural": "Contacts", "soupName": "treeContacts",
                          "parentIdFieldName": "AccountId"},
             "parentFieldlist": ["Id", "Name"], "childrenFieldlist": ["LastName", "AccountId"],
-            "relationshipType": "MASTER_DETAIL"}}]}
+            "relationshipType": "MASTER_DETAIL"}},
+          {"syncName": "edits", "syncType": "syncUp", "soupName": "accounts",
+           "target": {"type": "rest", "objectType": "Account"}, "options": {"mergeMode": "OVERWRITE"}}]}
         """#
     /// The accounts' fields the sync down `accounts` selects (the end check compares them).
     static let syncedFields = ["Name", "Number__c", "Rating__c"]
@@ -280,10 +289,10 @@ public final class ChaosRun: @unchecked Sendable {
                 "--lifecycle", "background", "--batch-size", String(Self.batchSize),
                 "--sync-down", "accounts:accounts:\(Self.query)", "--clean-ghosts", "accounts",
                 "--syncs-config", treesConfigPath, "--clean-ghosts", "trees",
-                "--sync-up", "edits:accounts", "--down-merge-mode", "leave-if-changed",
-                "--up-merge-mode", "overwrite", "--retry-delay", "0.2", "--stop-deadline",
+                "--down-merge-mode", "leave-if-changed", "--retry-delay", "0.2", "--stop-deadline",
                 member.stopDeadline,
                 "--storage-fault-file", diskFullPath, "--frozen-holder", options.frozenHolder.rawValue,
+                "--concurrent-syncs", String(options.concurrentSyncs),
             ] + (member.saveGrace.map { ["--save-grace", $0] } ?? []), environment: ["BATON_TOKEN": token],
             stdout: .file(outputPath), stderr: .file(outputPath))
     }

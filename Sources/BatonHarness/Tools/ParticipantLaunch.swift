@@ -29,7 +29,9 @@ public struct ParticipantLaunch: Sendable {
     public var frozenBound: Double = 2
     public var busyTimeout: Double = 10
     /// How many syncs the writer runs at once (``SyncManager/setConcurrency(_:)``).
-    public var concurrentSyncs = 1
+    public var concurrentSyncs = SyncManager.defaultConcurrency
+    /// Clean resync ghosts from the server's deletions since the last clean.
+    public var incrementalGhosts = false
     /// Bytes at which the participant's log rotates.
     public var logLimit: Int64 = ParticipantLog.defaultLimit
     /// Testing only: while this file exists, store writes fail as its first line says.
@@ -96,15 +98,17 @@ public struct ParticipantLaunch: Sendable {
         let manager = SyncManager(
             store: store, targetFactory: RESTTargetFactory(client: client, store: store), logger: logger)
         await manager.setConcurrency(concurrentSyncs)
+        var configuration = ParticipantConfiguration(
+            name: name, role: role, priority: priority, syncs: syncs, initialLifecycle: initialLifecycle,
+            stopDeadline: .milliseconds(Int(stopDeadline * 1000)),
+            saveGrace: saveGrace.map { .microseconds(Int64($0 * 1_000_000)) },
+            retryDelay: retryDelay > 0 ? .milliseconds(Int(retryDelay * 1000)) : nil,
+            leaseTerm: .milliseconds(Int(leaseTerm * 1000)), logLimit: logLimit,
+            frozenHolder: FrozenHolder(
+                policy: frozenHolder, bound: .milliseconds(Int(frozenBound * 1000))))
+        configuration.incrementalGhostCleaning = incrementalGhosts
         let participant = try Participant(
-            configuration: ParticipantConfiguration(
-                name: name, role: role, priority: priority, syncs: syncs, initialLifecycle: initialLifecycle,
-                stopDeadline: .milliseconds(Int(stopDeadline * 1000)),
-                saveGrace: saveGrace.map { .microseconds(Int64($0 * 1_000_000)) },
-                retryDelay: retryDelay > 0 ? .milliseconds(Int(retryDelay * 1000)) : nil,
-                leaseTerm: .milliseconds(Int(leaseTerm * 1000)), logLimit: logLimit,
-                frozenHolder: FrozenHolder(
-                    policy: frozenHolder, bound: .milliseconds(Int(frozenBound * 1000)))),
+            configuration: configuration,
             directory: store.directory, store: store, manager: manager, logger: logger)
         let group = ServiceGroup(
             services: [participant], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

@@ -40,7 +40,7 @@ public actor SyncManager {
     var notAcceptingHint: String?
     /// The rules: state, queue, the job the run loop holds, cancels, status changes not yet
     /// written. Only ``carryOut(_:)`` acts on what it says.
-    var machine = ManagerStateMachine()
+    var machine = ManagerStateMachine(concurrency: SyncManager.defaultConcurrency)
     /// What the jobs the machine holds carry that is no value, by job id.
     var jobs: [ManagerStateMachine.JobID: JobHandles] = [:]
     /// Calls waiting for a sync's job to end, or for the manager to stop.

@@ -19,7 +19,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Trials for the latency scenarios.") var trials = 10
     @Option(
         help:
-            "Run only this scenario (repeat for several): ingest, lifecycle, takeover, waste, incremental, ghosts, syncs, contention, readers, memory (default: all)."
+            "Run only this scenario (repeat for several): ingest, lifecycle, takeover, waste, incremental, ghosts, syncs, syncup, contention, readers, memory (default: all)."
     )
     var only: [String] = []
     @Flag(

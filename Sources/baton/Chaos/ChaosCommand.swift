@@ -2,6 +2,7 @@ import ArgumentParser
 import BatonCoordinator
 import BatonHarness
 import BatonStore
+import BatonSync
 import Foundation
 
 extension ChaosSabotage: ExpressibleByArgument {}
@@ -52,6 +53,12 @@ struct ChaosCommand: AsyncParsableCommand {
             "How a writer is frozen inside a write transaction: sigstop, or cgroup (the v1 cgroup freezer at /sys/fs/cgroup/freezer, which this user must be able to write).",
             valueName: "sigstop|cgroup"))
     var freezer: ChaosFreezer = .sigstop
+    @Option(
+        name: .customLong("concurrent-syncs"),
+        help:
+            "How many syncs each participant runs at once (its --concurrent-syncs; 1 runs them one at a time, as Mobile Sync). The participants' syncs `accounts` and `trees` share no soup, so they overlap; the sync up `edits` runs alone."
+    )
+    var concurrentSyncs = SyncManager.defaultConcurrency
     @Option(help: .private) var sabotage: ChaosSabotage?
 
     func validate() throws {
@@ -68,6 +75,7 @@ struct ChaosCommand: AsyncParsableCommand {
         options.sabotage = sabotage
         options.frozenHolder = frozenHolder.policy
         options.freezer = freezer
+        options.concurrentSyncs = concurrentSyncs
         return options
     }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BatonCoordinator
 import BatonHarness
+import BatonSync
 import Foundation
 
 struct ParticipantCommand: AsyncParsableCommand {
@@ -49,6 +50,12 @@ struct ParticipantCommand: AsyncParsableCommand {
         name: .customLong("clean-ghosts"),
         help: "NAME of a --sync-down to follow with clean resync ghosts each time it runs.")
     var cleanGhosts: [String] = []
+    @Flag(
+        name: .customLong("incremental-ghosts"),
+        help:
+            "Clean resync ghosts from the server's deletions since the last clean (sObject Get Deleted) instead of comparing every id. A full comparison still runs at the first clean, once a day, and when the server no longer holds the window; a record deleted in the last minute is left for a later clean."
+    )
+    var incrementalGhosts = false
     @Option(help: "foreground or background: the state to start in when D/lifecycle/NAME does not exist.")
     var lifecycle: String?
     @Option(
@@ -108,7 +115,7 @@ struct ParticipantCommand: AsyncParsableCommand {
         help:
             "How many syncs the writer runs at once: their fetches overlap, their page saves go one at a time; syncs sharing a soup, and a sync up with any other, still run one after the other (1: one at a time, as Mobile Sync)."
     )
-    var concurrentSyncs = 1
+    var concurrentSyncs = SyncManager.defaultConcurrency
     @Option(
         name: .customLong("log-limit"),
         help: ArgumentHelp(
@@ -155,6 +162,7 @@ struct ParticipantCommand: AsyncParsableCommand {
         launch.frozenBound = frozenBound
         launch.busyTimeout = busyTimeout
         launch.concurrentSyncs = concurrentSyncs
+        launch.incrementalGhosts = incrementalGhosts
         launch.logLimit = ByteCount.parse(logLimit) ?? ParticipantLog.defaultLimit
         launch.storageFaultFile = storageFaultFile
         return launch
