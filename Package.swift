@@ -65,6 +65,11 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The deterministic simulation: many participants' machines in one process, on one
+        // thread, against a simulated kernel lock, directory, store and clock.
+        .target(
+            name: "BatonSimulation",
+            dependencies: ["BatonCoordinator", "BatonJSON", "BatonStore", "BatonSync"]),
         // The reference REST server.
         .target(
             name: "BatonServer",
@@ -93,7 +98,7 @@ let package = Package(
             name: "baton",
             dependencies: [
                 "BatonLocking", "BatonStore", "BatonSync", "BatonREST", "BatonServer", "BatonCoordinator",
-                "BatonHarness",
+                "BatonHarness", "BatonSimulation",
                 "SOQL",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -126,6 +131,7 @@ let package = Package(
             path: "Tests/BatonTestSupport"
         ),
         .testTarget(name: "SOQLTests", dependencies: ["SOQL"]),
+        .testTarget(name: "BatonSimulationTests", dependencies: ["BatonSimulation", "BatonCoordinator"]),
         .testTarget(name: "BatonJSONTests", dependencies: ["BatonJSON"]),
         .testTarget(
             name: "BatonStoreTests", dependencies: ["BatonTestSupport", "BatonStore"],

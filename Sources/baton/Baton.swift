@@ -25,7 +25,7 @@ struct Baton: AsyncParsableCommand {
             StoreCommand.self, ServeCommand.self, SyncsCommand.self, ParticipantCommand.self,
             SignalCommand.self,
             StatusCommand.self, WaitCommand.self, LeaseCommand.self, WatchCommand.self, DemoCommand.self,
-            BenchCommand.self, ChaosCommand.self, BenchWorkerCommand.self,
+            BenchCommand.self, ChaosCommand.self, SimulateCommand.self, BenchWorkerCommand.self,
         ]
     )
 

@@ -79,6 +79,13 @@ extension WriterLease {
         /// "host (pid 123) is stopped inside a write transaction; resume or kill it".
         public var message: String
 
+        package init(name: String, pid: Int32, holderState: ProcessState, message: String) {
+            self.name = name
+            self.pid = pid
+            self.holderState = holderState
+            self.message = message
+        }
+
         /// The block once the frozen-holder policy acted on it: the message says what was done.
         func acted(on done: String, policy: FrozenHolder.Policy, after bound: Duration) -> Blocked {
             var acted = self

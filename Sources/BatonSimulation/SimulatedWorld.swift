@@ -1,0 +1,445 @@
+import BatonCoordinator
+import BatonJSON
+import BatonStore
+import BatonSync
+
+/// What a participant holds in the simulation: the epoch, the lock file (its generation, an
+/// inode number) and the descriptor that locks it, and whether it was taken over (its epoch is
+/// then already the store's).
+struct SimulatedLease: Sendable, Hashable {
+    var epoch: Int64
+    var generation: UInt64
+    var descriptor: Int
+    var takenOver: Bool
+}
+
+typealias Machine = ParticipantMachine<SimulatedLease>
+
+/// One thing that happens, at a simulated time. Those addressed to a participant name its
+/// incarnation: a killed process's leftovers are dropped, a stopped one's wait for its thaw.
+enum Happening {
+    case input(Int, incarnation: Int, Machine.Event)
+    /// A change in the shared directory this participant watches: it reads its lifecycle
+    /// file and looks at the directory again.
+    case directory(Int, incarnation: Int)
+    case acquire(Int, incarnation: Int, run: Int, AcquireMachine.Event)
+    case wake(Int, incarnation: Int, run: Int, token: Int)
+    case beat(Int, incarnation: Int)
+    case writer(Int, incarnation: Int, term: Int, WriterStep)
+    case timer(Int, incarnation: Int, Machine.TimerID)
+    case fault
+    case thaw(Int, incarnation: Int)
+    case restart(Int)
+
+    var participant: (index: Int, incarnation: Int)? {
+        switch self {
+        case .input(let index, let incarnation, _), .directory(let index, let incarnation),
+            .acquire(let index, let incarnation, _, _), .wake(let index, let incarnation, _, _),
+            .beat(let index, let incarnation), .writer(let index, let incarnation, _, _),
+            .timer(let index, let incarnation, _):
+            return (index, incarnation)
+        case .fault, .thaw, .restart:
+            return nil
+        }
+    }
+}
+
+/// A writer's work: its start (the first fenced write), then each page of its syncs: fetched,
+/// then saved in a transaction that holds SQLite's write lock.
+enum WriterStep: Hashable {
+    case start
+    case fetch
+    case begin
+    case commit
+}
+
+/// The simulated kernel lock (`flock` on `D/writer.lock`, one lock per file generation) and
+/// the store (its lease epoch and SQLite's write lock), shared by every participant.
+struct SimulatedKernel {
+    struct LockFile {
+        var holder: Int?
+        var waiters: [Int] = []
+        var record: HeartbeatRecord?
+        var content = ""
+    }
+
+    struct Descriptor {
+        var owner: Int
+        var generation: UInt64
+    }
+
+    var files: [UInt64: LockFile] = [1: LockFile()]
+    var pathGeneration: UInt64 = 1
+    var lastGeneration: UInt64 = 1
+    var descriptors: [Int: Descriptor] = [:]
+    var lastDescriptor = 0
+    /// The store's lease epoch, and who recorded each epoch.
+    var storeEpoch: Int64 = 0
+    var epochHolders: [Int64: Int] = [:]
+    /// The participant inside a write transaction.
+    var writeLock: Int?
+
+    static func identity(_ generation: UInt64) -> FileIdentity { FileIdentity(device: 1, inode: generation) }
+
+    mutating func open(by owner: Int, generation: UInt64) -> Int {
+        lastDescriptor += 1
+        descriptors[lastDescriptor] = Descriptor(owner: owner, generation: generation)
+        return lastDescriptor
+    }
+
+    func generation(of descriptor: Int) -> UInt64 { descriptors[descriptor]?.generation ?? 0 }
+
+    /// `flock(LOCK_EX | LOCK_NB)`.
+    mutating func tryLock(_ descriptor: Int) -> Bool {
+        let generation = generation(of: descriptor)
+        guard files[generation]?.holder == nil else { return files[generation]?.holder == descriptor }
+        files[generation]?.holder = descriptor
+        return true
+    }
+}
+
+/// Many participants' real machines (``ParticipantMachine``, ``AcquireMachine`` and its
+/// ``TakeoverWatch``) in one process, on one thread, against a simulated kernel lock, shared
+/// directory, store and clock, with faults and the order of every pending event drawn from the
+/// seed. The chaos run's invariants are checked after every step.
+public final class Simulation {
+    let options: SimulationOptions
+    var random: SplitMix64
+    var queue = EventQueue<Happening>()
+    var now: UInt64 = 0
+    var kernel = SimulatedKernel()
+    var participants: [SimulatedParticipant] = []
+    var steps = 0
+    var handOvers = 0
+    var takeovers = 0
+    var kills = 0
+    var freezes = 0
+    var freezesInTransaction = 0
+    var commits = 0
+    var fencedCommits = 0
+    var staleStarts = 0
+    var faultsOn: Bool
+    var settling = false
+    var violation: SimulationViolation?
+    /// When a kill or a freeze last happened (a waiter's wait is judged only without one).
+    var lastDisturbance: UInt64 = 0
+    /// Since when the highest-priority foreground waiter has waited behind a lower-priority writer.
+    var outranked: (waiter: Int, since: UInt64)?
+    /// Since when a foreground participant has wanted the lease with nobody writing.
+    var idleSince: UInt64?
+    private var recent: [(UInt64, Happening)] = []
+    private var recentNext = 0
+
+    static let term: Duration = .seconds(2)
+    static let termNanos: UInt64 = 2_000_000_000
+    /// How long a higher-priority waiter may wait behind a running lower-priority writer with
+    /// no kill or freeze meanwhile: the stop's deadline, a lease term, and room for the rounds.
+    static let outrankedBound: UInt64 = 12_000_000_000
+    /// How long the lease may go unused while a foreground participant wants it, with no kill
+    /// or freeze meanwhile: a stop past its deadline, SQLite's busy timeout and a lease term.
+    static let progressBound: UInt64 = 20_000_000_000
+    /// How long a running writer may hold a lease the store has passed: a lease term for its
+    /// heartbeat to see the lock file replaced, and room for its stop to begin.
+    static let passedBound: UInt64 = 3_000_000_000
+    /// How long the final settle may take.
+    static let settleBound: UInt64 = 60_000_000_000
+
+    public init(_ options: SimulationOptions) {
+        self.options = options
+        random = SplitMix64(seed: options.seed)
+        faultsOn = options.faults
+        let priorities = [100, 30, 20, 15, 12, 10, 8, 5]
+        for index in 0..<options.participants {
+            participants.append(
+                SimulatedParticipant(
+                    index: index, name: index == 0 ? "host" : "ext\(index)", priority: priorities[index],
+                    pid: Int32(1000 + index)))
+        }
+    }
+
+    /// Runs to the end: the hand-overs asked for with faults, then the settle without them.
+    public static func run(_ options: SimulationOptions) -> SimulationOutcome {
+        let simulation = Simulation(options)
+        simulation.play()
+        return simulation.outcome
+    }
+
+    var outcome: SimulationOutcome {
+        SimulationOutcome(
+            options: options, steps: steps, handOvers: handOvers, takeovers: takeovers, kills: kills,
+            freezes: freezes, freezesInTransaction: freezesInTransaction, commits: commits,
+            fencedCommits: fencedCommits, staleStarts: staleStarts, simulatedSeconds: Double(now) / 1e9,
+            violation: violation,
+            trace: violation == nil ? [] : trace())
+    }
+
+    func play() {
+        for participant in participants {
+            participant.lifecycleFile = participant.index == 0 ? .foreground : .background
+            schedule(.directory(participant.index, incarnation: participant.incarnation), after: latency())
+        }
+        schedule(.fault, after: 50_000_000)
+        var settleStarted: UInt64?
+        while violation == nil, let (time, happening) = queue.pop() {
+            now = time
+            steps += 1
+            remember(happening)
+            handle(happening)
+            if violation == nil { checkInvariants() }
+            if settleStarted == nil, handOvers >= options.handOvers {
+                settleStarted = now
+                beginSettle()
+            }
+            if let settleStarted {
+                if settled() { return }
+                if now - settleStarted > Self.settleBound {
+                    fail(
+                        "with faults off, the host writes and its syncs finish",
+                        "not settled after \(Self.settleBound / 1_000_000_000) s: \(describeParticipants())")
+                    return
+                }
+            }
+        }
+        if violation == nil, !settled() {
+            fail("the run could go on", "no event pending and not settled: \(describeParticipants())")
+        }
+    }
+
+    // MARK: - Scheduling
+
+    func schedule(_ happening: Happening, after delay: UInt64) {
+        queue.push(happening, at: now &+ delay, tie: random.next())
+    }
+
+    /// A scheduling delay: a few microseconds, now and then tens of milliseconds (a loaded CPU).
+    func latency() -> UInt64 {
+        let base = 5_000 + random.next() % 100_000
+        guard faultsOn, random.next() % 100 == 0 else { return base }
+        return base + random.next() % 50_000_000
+    }
+
+    func handle(_ happening: Happening) {
+        if let (index, incarnation) = happening.participant {
+            let participant = participants[index]
+            guard participant.incarnation == incarnation, participant.state != .dead else { return }
+            guard participant.state == .running else {
+                participant.deferred.append(happening)
+                return
+            }
+        }
+        switch happening {
+        case .input(let index, _, let event):
+            feed(participants[index], [event])
+        case .directory(let index, _):
+            let participant = participants[index]
+            feed(
+                participant,
+                participant.lifecycleEvents(wallMillis: wallMillis) + [.directoryRead(storeProblem: nil)])
+        case .acquire(let index, _, let run, let event):
+            advanceAcquisition(participants[index], run: run, event)
+        case .wake(let index, _, let run, let token):
+            let participant = participants[index]
+            guard let acquisition = participant.acquisition, acquisition.run == run,
+                acquisition.sleepToken == token
+            else { return }
+            participant.acquisition?.sleepToken = nil
+            advanceAcquisition(participant, run: run, .woke)
+        case .beat(let index, _):
+            beat(participants[index])
+        case .writer(let index, _, let term, let step):
+            writerStep(participants[index], term: term, step)
+        case .timer(let index, _, let id):
+            let participant = participants[index]
+            guard participant.timers.remove(id) != nil else { return }
+            feed(participant, [.timerFired(id)])
+        case .fault:
+            injectFault()
+        case .thaw(let index, let incarnation):
+            let participant = participants[index]
+            guard participant.incarnation == incarnation else { return }
+            thaw(participant)
+        case .restart(let index):
+            restart(participants[index])
+        }
+    }
+
+    var wallMillis: Int64 { 1_800_000_000_000 + Int64(now / 1_000_000) }
+    var nowMillis: Double { Double(now) / 1e6 }
+
+    // MARK: - Invariants
+
+    func fail(_ invariant: String, _ detail: String) {
+        guard violation == nil else { return }
+        violation = SimulationViolation(
+            invariant: invariant, detail: detail, step: steps, atMillis: nowMillis)
+    }
+
+    func checkInvariants() {
+        // One writer per epoch: at most one live participant has started writing with the
+        // store's epoch. (A holding that began on a lock file replaced meanwhile may carry the
+        // same number; its first write finds the fence dead and it steps down.)
+        let writers = participants.filter { participant in
+            guard participant.state != .dead, participant.machine.admitsEdits,
+                case .writer(let lease) = participant.machine.phase
+            else { return false }
+            return lease.epoch == kernel.storeEpoch
+        }
+        if writers.count > 1 {
+            fail("one writer per epoch", "\(writers.map(\.name)) all write with epoch \(kernel.storeEpoch)")
+        }
+        checkOutranked()
+        checkProgress()
+        checkPassedHoldings()
+    }
+
+    /// A writer whose epoch the store has passed (another holding recorded a newer one) steps
+    /// down within the bound once it runs: it never keeps writing, or trying to, with a dead
+    /// fence.
+    func checkPassedHoldings() {
+        for participant in participants {
+            guard participant.state == .running, case .writer(let lease) = participant.machine.phase,
+                lease.epoch < kernel.storeEpoch
+                    || kernel.epochHolders[lease.epoch].map({ $0 != participant.index }) == true
+            else {
+                participant.passedSince = nil
+                continue
+            }
+            let since = participant.passedSince ?? now
+            participant.passedSince = since
+            let from = max(since, participant.lastFrozen ?? 0)
+            if now > from, now - from > Self.passedBound {
+                fail(
+                    "a holding the store has passed steps down",
+                    "\(participant.name) still writes with epoch \(lease.epoch), \((now - from) / 1_000_000) ms after the store's moved on (now \(kernel.storeEpoch))"
+                )
+            }
+        }
+    }
+
+    /// A foreground participant waiting for the lease while nobody writes gets it within the
+    /// bound, unless a kill or a freeze intervened: the lease is never wedged.
+    func checkProgress() {
+        let working = participants.contains {
+            if case .writer = $0.machine.phase { return $0.state == .running && $0.machine.admitsEdits }
+            return false
+        }
+        let waiting = participants.contains {
+            $0.state == .running && $0.machine.desired == .foreground
+        }
+        guard waiting, !working else {
+            idleSince = nil
+            return
+        }
+        let since = idleSince ?? now
+        idleSince = since
+        let from = max(since, lastDisturbance)
+        if now > from, now - from > Self.progressBound {
+            fail(
+                "a waiting participant gets the lease",
+                "for \((now - from) / 1_000_000) ms a foreground participant has wanted the lease and nobody has written, with no kill or freeze meanwhile: \(describeParticipants())"
+            )
+        }
+    }
+
+    /// A participant of higher priority, foreground and waiting, gets the lease from a running
+    /// lower-priority writer within the bound, unless a kill or a freeze intervened.
+    func checkOutranked() {
+        let waiter = participants.filter {
+            $0.state == .running && $0.machine.desired == .foreground && $0.machine.phase == .waiting
+        }.max { $0.priority < $1.priority }
+        let writer = participants.first {
+            if case .writer = $0.machine.phase { return $0.state == .running }
+            return false
+        }
+        guard let waiter, let writer, writer.priority < waiter.priority else {
+            outranked = nil
+            return
+        }
+        if outranked?.waiter != waiter.index { outranked = (waiter.index, now) }
+        guard let since = outranked?.since else { return }
+        let from = max(since, lastDisturbance)
+        if now > from, now - from > Self.outrankedBound {
+            fail(
+                "a higher-priority waiter gets the lease",
+                "\(waiter.name) (priority \(waiter.priority)) has waited \((now - from) / 1_000_000) ms behind \(writer.name) (priority \(writer.priority)), running, with no kill or freeze meanwhile"
+            )
+        }
+    }
+
+    /// Whether the final settle is done: the host writes, started, its syncs finished.
+    func settled() -> Bool {
+        guard settling else { return false }
+        let host = participants[0]
+        guard host.state == .running, case .writer(let lease) = host.machine.phase, host.machine.admitsEdits,
+            lease.epoch == kernel.storeEpoch, let writer = host.writer, writer.syncs.isEmpty,
+            writer.page == nil
+        else { return false }
+        return true
+    }
+
+    func beginSettle() {
+        settling = true
+        faultsOn = false
+        for participant in participants {
+            switch participant.state {
+            case .dead: restart(participant)
+            case .stopped, .hung: thaw(participant)
+            default: break
+            }
+            let lifecycle: SimulatedParticipant.LifecycleFile =
+                participant.index == 0 ? .foreground : .background
+            if participant.lifecycleFile != lifecycle {
+                participant.lifecycleFile = lifecycle
+                schedule(
+                    .directory(participant.index, incarnation: participant.incarnation), after: latency())
+            }
+        }
+    }
+
+    func describeParticipants() -> String {
+        participants.map { participant in
+            "\(participant.name) pid \(participant.pid) \(participant.state.rawValue) \(participant.machine.phase.name.rawValue) lifecycle \(participant.machine.desired.rawValue)"
+        }.joined(separator: "; ")
+            + "; store epoch \(kernel.storeEpoch), write lock \(kernel.writeLock.map { participants[$0].name } ?? "free")"
+    }
+
+    // MARK: - Trace
+
+    private func remember(_ happening: Happening) {
+        let capacity = max(1, options.traceLength)
+        if recent.count < capacity {
+            recent.append((now, happening))
+        } else {
+            recent[recentNext] = (now, happening)
+        }
+        recentNext = (recentNext + 1) % capacity
+    }
+
+    func trace() -> [String] {
+        let ordered =
+            recent.count < max(1, options.traceLength)
+            ? recent : Array(recent[recentNext...] + recent[..<recentNext])
+        return ordered.map { time, happening in
+            let at = String(format: "%.3f", Double(time) / 1e6)
+            if let (index, _) = happening.participant {
+                return "\(at) ms \(participants[index].name): \(describe(happening))"
+            }
+            return "\(at) ms: \(describe(happening))"
+        }
+    }
+
+    private func describe(_ happening: Happening) -> String {
+        switch happening {
+        case .input(_, _, let event): "event \(event)"
+        case .directory: "reads the directory"
+        case .acquire(_, _, let run, let event): "acquisition \(run): \(event)"
+        case .wake(_, _, let run, _): "acquisition \(run) wakes"
+        case .beat: "heartbeat"
+        case .writer(_, _, let term, let step): "writer term \(term): \(step)"
+        case .timer(_, _, let id): "timer \(id)"
+        case .fault: "fault"
+        case .thaw(let index, _): "thaw \(participants[index].name)"
+        case .restart(let index): "restart \(participants[index].name)"
+        }
+    }
+}
