@@ -198,7 +198,7 @@ public struct BenchSuite: Sendable {
                 "| the same, until all done with 1; 2; 4; \(v("syncs.syncs")) at once, ms | \(v("syncs.byConcurrency.2")); \(v("syncs.byConcurrency.4")); \(v("syncs.concurrentMs")) | \(v("syncs.oneAtATimeMs")) | |"
             ),
             (
-                "syncup",
+                "syncUp",
                 "| sync up of \(v("syncUp.records")) local creates (batches of \(v("syncUp.batchSize"))), records/s: sync up vs the server's own sObject Collections inserts | \(v("syncUp.syncUpPerSec")) | \(v("syncUp.collectionsPerSec")) | \(v("syncUp.ratio")) |"
             ),
             (
