@@ -183,6 +183,7 @@ extension Simulation {
             case 60..<68: next = killOne()
             case 68..<80: next = freezeOne()
             case 80..<85: next = junkSignal()
+            case 88..<92: next = terminateOne()
             case 85..<88:
                 // A quiet spell: long enough for a wait behind a writer to be judged.
                 next = 15_000_000_000 + random.next() % 10_000_000_000
@@ -248,6 +249,23 @@ extension Simulation {
         freeze(participant)
     }
 
+    /// SIGTERM to the writer (mostly) or anyone: it must hand everything back and exit.
+    func terminateOne() -> UInt64 {
+        let target = pickTarget()
+        if target.state != .dead {
+            schedule(.terminate(target.index, incarnation: target.incarnation), after: latency())
+        }
+        return 50_000_000 + random.next() % 400_000_000
+    }
+
+    /// A SIGTERM lands: the participant's input says shut down (a stopped process gets it when
+    /// thawed). With the planted bug, one landing just after the start is lost.
+    func terminate(_ participant: SimulatedParticipant) {
+        if participant.terminatedAt == nil { participant.terminatedAt = now }
+        if options.mutation == .sigtermDroppedAtStart, now - participant.startedAt < 5_000_000 { return }
+        feed(participant, [.shutdown])
+    }
+
     func pickTarget() -> SimulatedParticipant {
         if random.next() % 100 < 70,
             let writer = participants.first(where: { $0.machine.phase.lease != nil && $0.state != .dead })
@@ -261,7 +279,14 @@ extension Simulation {
     func kill(_ participant: SimulatedParticipant) {
         kills += 1
         lastDisturbance = now
+        end(participant)
+    }
+
+    /// The process is gone (killed, or exited): the kernel lets go of its locks and waits,
+    /// SQLite rolls its transaction back, its status file stays.
+    func end(_ participant: SimulatedParticipant) {
         participant.state = .dead
+        participant.terminatedAt = nil
         participant.deferred = []
         participant.acquisition = nil
         participant.holding = nil
@@ -275,10 +300,17 @@ extension Simulation {
         statusChanged(by: participant)
     }
 
-    /// A new process for a killed participant: a new pid and a fresh machine, which starts by
-    /// reading the directory.
+    /// A new process for a killed or exited participant: a new pid and a fresh machine, which
+    /// starts by reading the directory. Now and then a SIGTERM follows right away (a script
+    /// stopping what it just started).
     func restart(_ participant: SimulatedParticipant) {
         guard participant.state == .dead else { return }
+        participant.startedAt = now
+        if faultsOn, random.next() % 100 < 15 {
+            schedule(
+                .terminate(participant.index, incarnation: participant.incarnation + 1),
+                after: random.next() % 20_000_000)
+        }
         participant.incarnation += 1
         participant.pid += 100
         participant.state = .running

@@ -65,6 +65,10 @@ final class SimulatedParticipant {
     var passedSince: UInt64?
     /// Holdings whose first write found the fence dead.
     var deadFences: Set<SimulatedLease> = []
+    /// When this process started.
+    var startedAt: UInt64 = 0
+    /// When it was sent SIGTERM, until it exits.
+    var terminatedAt: UInt64?
     var writer: Writer?
     var writerTerms = 0
     var managerState: ManagerStateMachine.State = .acceptingSyncs
@@ -196,8 +200,12 @@ extension Simulation {
             return higherPriorityIsWaiting(than: participant) ? [.higherPriorityWaiting] : []
         case .readManagerState:
             return [.managerState(participant.managerState)]
+        case .exit:
+            // The process ends; the run starts it again later, as chaos does.
+            end(participant)
+            schedule(.restart(participant.index), after: 20_000_000 + random.next() % 300_000_000)
         case .resumeEditWaiters, .flushUnpersisted, .copyBackCompletely, .checkpointAfterRelease,
-            .refreshWriterHint, .exit:
+            .refreshWriterHint:
             break
         }
         return []

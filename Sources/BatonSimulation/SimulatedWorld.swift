@@ -30,13 +30,15 @@ enum Happening {
     case fault
     case thaw(Int, incarnation: Int)
     case restart(Int)
+    /// SIGTERM.
+    case terminate(Int, incarnation: Int)
 
     var participant: (index: Int, incarnation: Int)? {
         switch self {
         case .input(let index, let incarnation, _), .directory(let index, let incarnation),
             .acquire(let index, let incarnation, _, _), .wake(let index, let incarnation, _, _),
             .beat(let index, let incarnation), .writer(let index, let incarnation, _, _),
-            .timer(let index, let incarnation, _):
+            .timer(let index, let incarnation, _), .terminate(let index, let incarnation):
             return (index, incarnation)
         case .fault, .thaw, .restart:
             return nil
@@ -141,6 +143,8 @@ public final class Simulation {
     /// How long a running writer may hold a lease the store has passed: a lease term for its
     /// heartbeat to see the lock file replaced, and room for its stop to begin.
     static let passedBound: UInt64 = 3_000_000_000
+    /// How long a participant may run on after SIGTERM: its stop's deadline and a margin.
+    static let terminateBound: UInt64 = 8_000_000_000
     /// How long the final settle may take.
     static let settleBound: UInt64 = 60_000_000_000
 
@@ -260,6 +264,8 @@ public final class Simulation {
             thaw(participant)
         case .restart(let index):
             restart(participants[index])
+        case .terminate(let index, _):
+            terminate(participants[index])
         }
     }
 
@@ -290,6 +296,22 @@ public final class Simulation {
         checkOutranked()
         checkProgress()
         checkPassedHoldings()
+        checkTerminated()
+    }
+
+    /// A participant sent SIGTERM hands everything back and exits within its stop's deadline
+    /// and a margin, unless it is frozen meanwhile.
+    func checkTerminated() {
+        for participant in participants where participant.state == .running {
+            guard let since = participant.terminatedAt else { continue }
+            let from = max(since, participant.lastFrozen ?? 0)
+            if now > from, now - from > Self.terminateBound {
+                fail(
+                    "a SIGTERM ends the participant",
+                    "\(participant.name) (pid \(participant.pid)) is still \(participant.machine.phase.name.rawValue) \((now - from) / 1_000_000) ms after its SIGTERM"
+                )
+            }
+        }
     }
 
     /// A writer whose epoch the store has passed (another holding recorded a newer one) steps
@@ -440,6 +462,7 @@ public final class Simulation {
         case .fault: "fault"
         case .thaw(let index, _): "thaw \(participants[index].name)"
         case .restart(let index): "restart \(participants[index].name)"
+        case .terminate: "SIGTERM"
         }
     }
 }

@@ -50,6 +50,10 @@ public enum SimulationMutation: String, Sendable, Hashable, CaseIterable {
     /// forever, holding on, instead of stepping down fenced. Planted by reporting the dead
     /// fence as an ordinary start failure.
     case deadFenceRetried = "dead-fence-retried"
+    /// Found by the duplicate-name test under load: a SIGTERM right after the start was lost
+    /// (the handler was armed after the signal was ignored), and the participant ran on.
+    /// Planted by dropping a SIGTERM that lands in the first 5 ms of a process.
+    case sigtermDroppedAtStart = "sigterm-dropped-at-start"
 }
 
 /// A usage error.
