@@ -57,6 +57,7 @@ extension Simulation {
             scheduleWriter(participant, .fetch, after: latency())
         case .fetch:
             guard !writer.stopping, writer.page == nil, let sync = writer.syncs.first else { return }
+            if sync.name == "accounts" { nextAccountsPage(&writer) }
             writer.page = (sync.name, false)
             participant.writer = writer
             // The page's request: a round trip to the server.
@@ -92,8 +93,9 @@ extension Simulation {
         case .commit:
             guard let page = writer.page, page.inTransaction else { return }
             writer.page = nil
-            participant.writer = writer
             let committed = commit(participant, lease: writer.lease)
+            if committed, page.sync == "accounts" { accountsCommitted(&writer) }
+            participant.writer = writer
             pageEnded(participant, sync: page.sync, failed: committed ? nil : "stale epoch")
             return
         }
@@ -160,7 +162,9 @@ extension Simulation {
         writer.page = nil
         participant.writer = writer
         if page.inTransaction {
-            if committing {
+            // An `accounts` page ended early keeps nothing here (the engine's partial save is
+            // tested on its own): rolled back.
+            if committing, page.sync != "accounts" {
                 _ = commit(participant, lease: writer.lease)
             } else if kernel.writeLock == participant.index {
                 kernel.writeLock = nil
@@ -184,6 +188,7 @@ extension Simulation {
             case 68..<80: next = freezeOne()
             case 80..<85: next = junkSignal()
             case 88..<92: next = terminateOne()
+            case 92..<98: next = serverEdit()
             case 85..<88:
                 // A quiet spell: long enough for a wait behind a writer to be judged.
                 next = 15_000_000_000 + random.next() % 10_000_000_000

@@ -44,6 +44,8 @@ final class SimulatedParticipant {
         var stopping = false
         var stopWaiting = false
         var busySince: UInt64?
+        /// The run of `accounts` under way.
+        var accounts: AccountsRun?
     }
 
     let index: Int
@@ -150,7 +152,9 @@ extension Simulation {
             participant.writerTerms += 1
             participant.writer = SimulatedParticipant.Writer(
                 lease: lease, term: participant.writerTerms, since: now,
-                syncs: SimulatedParticipant.syncNames.map { ($0, 1 + Int(random.next() % 5)) })
+                syncs: SimulatedParticipant.syncNames.map {
+                    ($0, $0 == "accounts" ? Int.max : 1 + Int(random.next() % 5))
+                })
             scheduleWriter(participant, .start, after: 1_000_000 + random.next() % 10_000_000)
         case .runSync(let name):
             if var writer = participant.writer, writer.started, !writer.stopping {

@@ -32,6 +32,10 @@ enum Happening {
     case restart(Int)
     /// SIGTERM.
     case terminate(Int, incarnation: Int)
+    /// A server transaction becomes visible.
+    case serverCommit(Int)
+    /// The settle asks the host to the foreground again.
+    case settleForeground
 
     var participant: (index: Int, incarnation: Int)? {
         switch self {
@@ -40,7 +44,7 @@ enum Happening {
             .beat(let index, let incarnation), .writer(let index, let incarnation, _, _),
             .timer(let index, let incarnation, _), .terminate(let index, let incarnation):
             return (index, incarnation)
-        case .fault, .thaw, .restart:
+        case .fault, .thaw, .restart, .serverCommit, .settleForeground:
             return nil
         }
     }
@@ -80,6 +84,8 @@ struct SimulatedKernel {
     var epochHolders: [Int64: Int] = [:]
     /// The participant inside a write transaction.
     var writeLock: Int?
+    /// The sync down `accounts` as the store holds it.
+    var accounts = SimulatedAccounts()
 
     static func identity(_ generation: UInt64) -> FileIdentity { FileIdentity(device: 1, inode: generation) }
 
@@ -110,6 +116,9 @@ public final class Simulation {
     var queue = EventQueue<Happening>()
     var now: UInt64 = 0
     var kernel = SimulatedKernel()
+    var server = SimulatedServer()
+    /// When the settle asked the host to the foreground (its run from then on is judged).
+    var settleForegroundAt: UInt64?
     var participants: [SimulatedParticipant] = []
     var steps = 0
     var handOvers = 0
@@ -178,6 +187,7 @@ public final class Simulation {
     }
 
     func play() {
+        seedServer()
         for participant in participants {
             participant.lifecycleFile = participant.index == 0 ? .foreground : .background
             schedule(.directory(participant.index, incarnation: participant.incarnation), after: latency())
@@ -266,6 +276,12 @@ public final class Simulation {
             restart(participants[index])
         case .terminate(let index, _):
             terminate(participants[index])
+        case .serverCommit(let id):
+            server.commit(id)
+        case .settleForeground:
+            settleForegroundAt = now
+            participants[0].lifecycleFile = .foreground
+            schedule(.directory(0, incarnation: participants[0].incarnation), after: latency())
         }
     }
 
@@ -388,28 +404,52 @@ public final class Simulation {
         }
     }
 
-    /// Whether the final settle is done: the host writes, started, its syncs finished.
+    /// Whether the final settle is done: the host writes (a term begun after the settle asked
+    /// it to the foreground), its syncs finished; then its store must hold the server's accounts.
     func settled() -> Bool {
-        guard settling else { return false }
+        guard settling, let foregroundAt = settleForegroundAt else { return false }
         let host = participants[0]
         guard host.state == .running, case .writer(let lease) = host.machine.phase, host.machine.admitsEdits,
-            lease.epoch == kernel.storeEpoch, let writer = host.writer, writer.syncs.isEmpty,
-            writer.page == nil
+            lease.epoch == kernel.storeEpoch, let writer = host.writer, writer.since > foregroundAt,
+            writer.syncs.isEmpty, writer.page == nil, kernel.accounts.completedAt > foregroundAt
         else { return false }
+        guard let queried = kernel.accounts.lastQueriedAt, queried > foregroundAt else {
+            // The run completed resumed one stopped before the settle: what changed before its
+            // position is for the next run. Background, then foreground again.
+            settleForegroundAt = nil
+            host.lifecycleFile = .background
+            schedule(.directory(0, incarnation: host.incarnation), after: latency())
+            schedule(.settleForeground, after: 1_000_000_000)
+            return false
+        }
+        let differing = server.records.filter { kernel.accounts.soup[$0.key] != $0.value }.keys.sorted()
+        if !differing.isEmpty {
+            let shown = differing.prefix(5).map { id in
+                "\(id): server \(server.records[id] ?? 0), store \(kernel.accounts.soup[id].map(String.init) ?? "none")"
+            }
+            fail(
+                "the store holds the server's records",
+                "\(differing.count) accounts differ after a full run with faults off (\(shown.joined(separator: "; "))); the last run asked from \(kernel.accounts.lastSince.map(String.init) ?? "the start")"
+            )
+        }
         return true
     }
 
     func beginSettle() {
         settling = true
         faultsOn = false
+        // Every server transaction still in flight commits now, with its earlier stamp; every
+        // participant goes to the background and, a second later, the host to the foreground:
+        // its run must bring them all.
+        server.commitAll()
+        schedule(.settleForeground, after: 1_000_000_000)
         for participant in participants {
             switch participant.state {
             case .dead: restart(participant)
             case .stopped, .hung: thaw(participant)
             default: break
             }
-            let lifecycle: SimulatedParticipant.LifecycleFile =
-                participant.index == 0 ? .foreground : .background
+            let lifecycle: SimulatedParticipant.LifecycleFile = .background
             if participant.lifecycleFile != lifecycle {
                 participant.lifecycleFile = lifecycle
                 schedule(
@@ -463,6 +503,8 @@ public final class Simulation {
         case .thaw(let index, _): "thaw \(participants[index].name)"
         case .restart(let index): "restart \(participants[index].name)"
         case .terminate: "SIGTERM"
+        case .serverCommit(let id): "server transaction \(id) commits"
+        case .settleForeground: "the host is asked to the foreground"
         }
     }
 }

@@ -54,6 +54,11 @@ public enum SimulationMutation: String, Sendable, Hashable, CaseIterable {
     /// (the handler was armed after the signal was ignored), and the participant ran on.
     /// Planted by dropping a SIGTERM that lands in the first 5 ms of a process.
     case sigtermDroppedAtStart = "sigterm-dropped-at-start"
+    /// Chaos seed 7177 (and Mobile Sync 7.1's way): the next run's start taken from the
+    /// records saved (their newest stamp) instead of the server's clock read before the query,
+    /// less the overlap, so a transaction stamped earlier and committed later is never asked
+    /// for. Planted in the completed position.
+    case resumeMarkFromRecords = "resume-mark-from-records"
 }
 
 /// A usage error.
