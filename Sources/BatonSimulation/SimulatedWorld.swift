@@ -319,14 +319,14 @@ public final class Simulation {
     /// and a margin, unless it is frozen meanwhile.
     func checkTerminated() {
         for participant in participants where participant.state == .running {
-            guard let since = participant.terminatedAt else { continue }
-            let from = max(since, participant.lastFrozen ?? 0)
-            if now > from, now - from > Self.terminateBound {
-                fail(
-                    "a SIGTERM ends the participant",
-                    "\(participant.name) (pid \(participant.pid)) is still \(participant.machine.phase.name.rawValue) \((now - from) / 1_000_000) ms after its SIGTERM"
-                )
-            }
+            guard let since = participant.terminatedAt,
+                let late = overdue(
+                    since: since, quietSince: participant.lastFrozen ?? 0, bound: Self.terminateBound)
+            else { continue }
+            fail(
+                "a SIGTERM ends the participant",
+                "\(participant.name) (pid \(participant.pid)) is still \(participant.machine.phase.name.rawValue) \(late / 1_000_000) ms after its SIGTERM"
+            )
         }
     }
 
@@ -344,11 +344,12 @@ public final class Simulation {
             }
             let since = participant.passedSince ?? now
             participant.passedSince = since
-            let from = max(since, participant.lastFrozen ?? 0)
-            if now > from, now - from > Self.passedBound {
+            if let late = overdue(
+                since: since, quietSince: participant.lastFrozen ?? 0, bound: Self.passedBound)
+            {
                 fail(
                     "a holding the store has passed steps down",
-                    "\(participant.name) still writes with epoch \(lease.epoch), \((now - from) / 1_000_000) ms after the store's moved on (now \(kernel.storeEpoch))"
+                    "\(participant.name) still writes with epoch \(lease.epoch), \(late / 1_000_000) ms after the store's moved on (now \(kernel.storeEpoch))"
                 )
             }
         }
@@ -370,11 +371,10 @@ public final class Simulation {
         }
         let since = idleSince ?? now
         idleSince = since
-        let from = max(since, lastDisturbance)
-        if now > from, now - from > Self.progressBound {
+        if let late = overdue(since: since, quietSince: lastDisturbance, bound: Self.progressBound) {
             fail(
                 "a waiting participant gets the lease",
-                "for \((now - from) / 1_000_000) ms a foreground participant has wanted the lease and nobody has written, with no kill or freeze meanwhile: \(describeParticipants())"
+                "for \(late / 1_000_000) ms a foreground participant has wanted the lease and nobody has written, with no kill or freeze meanwhile: \(describeParticipants())"
             )
         }
     }
@@ -394,14 +394,22 @@ public final class Simulation {
             return
         }
         if outranked?.waiter != waiter.index { outranked = (waiter.index, now) }
-        guard let since = outranked?.since else { return }
-        let from = max(since, lastDisturbance)
-        if now > from, now - from > Self.outrankedBound {
-            fail(
-                "a higher-priority waiter gets the lease",
-                "\(waiter.name) (priority \(waiter.priority)) has waited \((now - from) / 1_000_000) ms behind \(writer.name) (priority \(writer.priority)), running, with no kill or freeze meanwhile"
-            )
-        }
+        guard let since = outranked?.since,
+            let late = overdue(since: since, quietSince: lastDisturbance, bound: Self.outrankedBound)
+        else { return }
+        fail(
+            "a higher-priority waiter gets the lease",
+            "\(waiter.name) (priority \(waiter.priority)) has waited \(late / 1_000_000) ms behind \(writer.name) (priority \(writer.priority)), running, with no kill or freeze meanwhile"
+        )
+    }
+
+    /// How long a condition that has held since `since` is past `bound`, counted from the later
+    /// of `since` and `quietSince` (the last kill, freeze or thaw that excuses it); nil while
+    /// within the bound.
+    func overdue(since: UInt64, quietSince: UInt64, bound: UInt64) -> UInt64? {
+        let from = max(since, quietSince)
+        guard now > from, now - from > bound else { return nil }
+        return now - from
     }
 
     /// Whether the final settle is done: the host writes (a term begun after the settle asked

@@ -403,7 +403,13 @@ public final class ChaosRun: @unchecked Sendable {
             let events = member.log.events().suffix(3).map { $0.event ?? "?" }
             return "\(member.name): …\(events.joined(separator: ", "))"
         }
+        // A process that ended on its own (a crash) says how; a debugger or the Swift backtracer
+        // tracing a crashed one shows as stopped.
+        let ended = members.compactMap { member -> String? in
+            guard let termination = member.process?.termination else { return nil }
+            return "\(member.name) (pid \(member.pid)) ended: \(termination)"
+        }
         return "participants " + states.joined(separator: "; ") + "; last events "
-            + lastEvents.joined(separator: "; ")
+            + lastEvents.joined(separator: "; ") + (ended.isEmpty ? "" : "; " + ended.joined(separator: "; "))
     }
 }
