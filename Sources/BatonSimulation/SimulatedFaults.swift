@@ -35,8 +35,11 @@ extension Simulation {
             }
             writer.busySince = nil
             let lease = writer.lease
+            // `LeaseFence`: the store's epoch as the holding expects, and its lock still the
+            // file in place (asked inside the transaction).
             let current =
-                lease.takenOver ? kernel.storeEpoch == lease.epoch : kernel.storeEpoch < lease.epoch
+                (lease.takenOver ? kernel.storeEpoch == lease.epoch : kernel.storeEpoch < lease.epoch)
+                && kernel.pathGeneration == lease.generation
             guard current || options.mutation == .unfencedStart else {
                 participant.writer = writer
                 staleStarts += 1
@@ -48,7 +51,9 @@ extension Simulation {
                 return
             }
             if !lease.takenOver, kernel.storeEpoch < lease.epoch {
-                record(epoch: lease.epoch, by: participant)
+                // The take is timed inside its transaction, once it holds SQLite's write lock.
+                let acquired = options.mutation == .takeDatedBeforeWait ? writer.since : now
+                record(epoch: lease.epoch, by: participant, at: acquired)
             }
             writer.started = true
             participant.managerState = .acceptingSyncs
@@ -105,7 +110,10 @@ extension Simulation {
     /// otherwise it rolls back. Either way SQLite's write lock is let go.
     func commit(_ participant: SimulatedParticipant, lease: SimulatedLease) -> Bool {
         if kernel.writeLock == participant.index { kernel.writeLock = nil }
-        guard kernel.storeEpoch == lease.epoch || options.mutation == .unfencedStart else {
+        guard
+            (kernel.storeEpoch == lease.epoch && kernel.pathGeneration == lease.generation)
+                || options.mutation == .unfencedStart
+        else {
             fencedCommits += 1
             return false
         }
@@ -189,6 +197,7 @@ extension Simulation {
             case 80..<85: next = junkSignal()
             case 88..<92: next = terminateOne()
             case 92..<98: next = serverEdit()
+            case 98..<100: next = deleteLockFile()
             case 85..<88:
                 // A quiet spell: long enough for a wait behind a writer to be judged.
                 next = 15_000_000_000 + random.next() % 10_000_000_000
@@ -252,6 +261,43 @@ extension Simulation {
     func mayFreezeJustLocked(_ participant: SimulatedParticipant) {
         guard faultsOn, random.next() % 100 < 3 else { return }
         freeze(participant)
+    }
+
+    /// `D/writer.lock` deleted (a cleanup script): the path names a new file the next opener
+    /// creates; the holder keeps its lock on the old one until it sees the change.
+    func deleteLockFile() -> UInt64 {
+        kernel.lastGeneration += 1
+        kernel.files[kernel.lastGeneration] = SimulatedKernel.LockFile()
+        kernel.pathGeneration = kernel.lastGeneration
+        lockFileReplaced()
+        return 50_000_000 + random.next() % 400_000_000
+    }
+
+    /// A recorded release's steps: its transaction begins once SQLite's write lock is free,
+    /// commits the history row's end, then the lock file goes and the machine hears `released`.
+    func scheduleRelease(
+        _ participant: SimulatedParticipant, _ lease: SimulatedLease, _ step: WriterStep, after delay: UInt64
+    ) {
+        schedule(.release(participant.index, incarnation: participant.incarnation, lease, step), after: delay)
+    }
+
+    func releaseStep(_ participant: SimulatedParticipant, _ lease: SimulatedLease, _ step: WriterStep) {
+        switch step {
+        case .begin:
+            if let writing = kernel.writeLock, writing != participant.index {
+                scheduleRelease(participant, lease, .begin, after: 2_000_000)
+                return
+            }
+            kernel.writeLock = participant.index
+            scheduleRelease(participant, lease, .commit, after: 300_000 + random.next() % 3_000_000)
+        case .commit:
+            if kernel.writeLock == participant.index { kernel.writeLock = nil }
+            recordRelease(of: lease.epoch)
+            release(lease, of: participant, released: true)
+            feed(participant, [.released])
+        case .start, .fetch:
+            break
+        }
     }
 
     /// SIGTERM to the writer (mostly) or anyone: it must hand everything back and exit.

@@ -182,9 +182,14 @@ extension Simulation {
             participant.writer = nil
             participant.managerState = .stopped
             return [.managerState(.stopped), .syncsStopped]
-        case .releaseLease(let lease, _, _, _):
-            release(lease, of: participant, released: true)
-            return [.released]
+        case .releaseLease(let lease, _, let recordRelease, _):
+            guard recordRelease else {
+                release(lease, of: participant, released: true)
+                return [.released]
+            }
+            // The release closes its history row in a short transaction (which waits for
+            // SQLite's write lock), then lets the lock file go: `released` follows.
+            scheduleRelease(participant, lease, .begin, after: latency())
         case .releaseUnused(let lease):
             release(lease, of: participant, released: false)
         case .scheduleTimer(let id, let delay):
@@ -467,7 +472,7 @@ extension Simulation {
         let descriptor = kernel.open(by: taker.index, generation: generation)
         kernel.files[generation]?.holder = descriptor
         kernel.pathGeneration = generation
-        record(epoch: epoch, by: taker)
+        record(epoch: epoch, by: taker, at: now)
         takeovers += 1
         let lease = SimulatedLease(
             epoch: epoch, generation: generation, descriptor: descriptor, takenOver: true)
@@ -486,7 +491,7 @@ extension Simulation {
     }
 
     /// The store's lease epoch moves to `epoch`, recorded by `participant`.
-    func record(epoch: Int64, by participant: SimulatedParticipant) {
+    func record(epoch: Int64, by participant: SimulatedParticipant, at acquired: UInt64) {
         if epoch <= kernel.storeEpoch {
             fail("epochs increase", "\(participant.name) recorded epoch \(epoch) over \(kernel.storeEpoch)")
         }
@@ -498,6 +503,33 @@ extension Simulation {
         kernel.storeEpoch = epoch
         kernel.epochHolders[epoch] = participant.index
         handOvers += 1
+        // The take closes what the holding before left open, at its own time.
+        for (earlier, row) in kernel.history where earlier < epoch {
+            if let released = row.released {
+                if released > acquired {
+                    fail(
+                        "lease intervals never overlap",
+                        "\(participant.name) took epoch \(epoch) at \(acquired / 1_000_000) ms, before epoch \(earlier)'s release at \(released / 1_000_000) ms"
+                    )
+                }
+            } else {
+                kernel.history[earlier]?.released = acquired
+            }
+        }
+        kernel.history[epoch] = (participant.index, acquired, nil)
+    }
+
+    /// A release recorded by its holder closes its row of the history, unless the next take
+    /// closed it already.
+    func recordRelease(of epoch: Int64) {
+        guard let row = kernel.history[epoch], row.released == nil else { return }
+        kernel.history[epoch]?.released = now
+        if let later = kernel.history.first(where: { $0.key > epoch && $0.value.acquired < now }) {
+            fail(
+                "lease intervals never overlap",
+                "epoch \(epoch) released at \(now / 1_000_000) ms, after epoch \(later.key) was taken at \(later.value.acquired / 1_000_000) ms"
+            )
+        }
     }
 
     /// The frozen-holder policy on `pid`, when it is a participant inside a write transaction.

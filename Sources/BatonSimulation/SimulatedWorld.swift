@@ -32,6 +32,8 @@ enum Happening {
     case restart(Int)
     /// SIGTERM.
     case terminate(Int, incarnation: Int)
+    /// A step of a release that records its end.
+    case release(Int, incarnation: Int, SimulatedLease, WriterStep)
     /// A server transaction becomes visible.
     case serverCommit(Int)
     /// The settle asks the host to the foreground again.
@@ -42,7 +44,8 @@ enum Happening {
         case .input(let index, let incarnation, _), .directory(let index, let incarnation),
             .acquire(let index, let incarnation, _, _), .wake(let index, let incarnation, _, _),
             .beat(let index, let incarnation), .writer(let index, let incarnation, _, _),
-            .timer(let index, let incarnation, _), .terminate(let index, let incarnation):
+            .timer(let index, let incarnation, _), .terminate(let index, let incarnation),
+            .release(let index, let incarnation, _, _):
             return (index, incarnation)
         case .fault, .thaw, .restart, .serverCommit, .settleForeground:
             return nil
@@ -86,6 +89,8 @@ struct SimulatedKernel {
     var writeLock: Int?
     /// The sync down `accounts` as the store holds it.
     var accounts = SimulatedAccounts()
+    /// The lease history: each epoch's holder, when it was taken and when it ended.
+    var history: [Int64: (holder: Int, acquired: UInt64, released: UInt64?)] = [:]
 
     static func identity(_ generation: UInt64) -> FileIdentity { FileIdentity(device: 1, inode: generation) }
 
@@ -276,6 +281,8 @@ public final class Simulation {
             restart(participants[index])
         case .terminate(let index, _):
             terminate(participants[index])
+        case .release(let index, _, let lease, let step):
+            releaseStep(participants[index], lease, step)
         case .serverCommit(let id):
             server.commit(id)
         case .settleForeground:
@@ -511,6 +518,7 @@ public final class Simulation {
         case .thaw(let index, _): "thaw \(participants[index].name)"
         case .restart(let index): "restart \(participants[index].name)"
         case .terminate: "SIGTERM"
+        case .release(_, _, let lease, let step): "release of epoch \(lease.epoch): \(step)"
         case .serverCommit(let id): "server transaction \(id) commits"
         case .settleForeground: "the host is asked to the foreground"
         }

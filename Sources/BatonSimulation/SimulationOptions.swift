@@ -59,6 +59,10 @@ public enum SimulationMutation: String, Sendable, Hashable, CaseIterable {
     /// less the overlap, so a transaction stamped earlier and committed later is never asked
     /// for. Planted in the completed position.
     case resumeMarkFromRecords = "resume-mark-from-records"
+    /// Chaos seed 9173: with `writer.lock` deleted, a take that waited for the old holder's
+    /// release to commit was dated before it, and the history showed two holders at once.
+    /// Planted by dating the take when the holding began instead of inside its transaction.
+    case takeDatedBeforeWait = "take-dated-before-wait"
 }
 
 /// A usage error.
