@@ -419,7 +419,7 @@ extension Simulation {
     /// The lock file's content as a waiter reads it (with the planted bug, without the beat).
     func visibleContent(_ file: SimulatedKernel.LockFile?) -> String {
         guard options.mutation == .takeoverOfRunningHolder, var record = file?.record else {
-            return file?.content ?? ""
+            return file?.record?.line ?? ""
         }
         record.beat = 0
         return record.line
@@ -503,33 +503,25 @@ extension Simulation {
         kernel.storeEpoch = epoch
         kernel.epochHolders[epoch] = participant.index
         handOvers += 1
-        // The take closes what the holding before left open, at its own time.
-        for (earlier, row) in kernel.history where earlier < epoch {
-            if let released = row.released {
-                if released > acquired {
-                    fail(
-                        "lease intervals never overlap",
-                        "\(participant.name) took epoch \(epoch) at \(acquired / 1_000_000) ms, before epoch \(earlier)'s release at \(released / 1_000_000) ms"
-                    )
-                }
-            } else {
-                kernel.history[earlier]?.released = acquired
+        // The take closes what the holding before left open, at its own time; one that ended
+        // by itself must have ended before it. (Only the last interval can be open: each take
+        // closes the one before.)
+        if let last = kernel.lastInterval {
+            if let released = last.released, released > acquired {
+                fail(
+                    "lease intervals never overlap",
+                    "\(participant.name) took epoch \(epoch) at \(acquired / 1_000_000) ms, before epoch \(last.epoch)'s release at \(released / 1_000_000) ms"
+                )
             }
         }
-        kernel.history[epoch] = (participant.index, acquired, nil)
+        kernel.lastInterval = (epoch, acquired, nil)
     }
 
     /// A release recorded by its holder closes its row of the history, unless the next take
     /// closed it already.
     func recordRelease(of epoch: Int64) {
-        guard let row = kernel.history[epoch], row.released == nil else { return }
-        kernel.history[epoch]?.released = now
-        if let later = kernel.history.first(where: { $0.key > epoch && $0.value.acquired < now }) {
-            fail(
-                "lease intervals never overlap",
-                "epoch \(epoch) released at \(now / 1_000_000) ms, after epoch \(later.key) was taken at \(later.value.acquired / 1_000_000) ms"
-            )
-        }
+        guard let last = kernel.lastInterval, last.epoch == epoch, last.released == nil else { return }
+        kernel.lastInterval?.released = now
     }
 
     /// The frozen-holder policy on `pid`, when it is a participant inside a write transaction.
@@ -563,7 +555,6 @@ extension Simulation {
             pid: pid, epoch: lease.epoch, beat: now, termMillis: Self.term.inWholeMilliseconds,
             takenOver: takenOver, released: released)
         kernel.files[lease.generation]?.record = record
-        kernel.files[lease.generation]?.content = record.line
     }
 
     func beat(_ participant: SimulatedParticipant) {

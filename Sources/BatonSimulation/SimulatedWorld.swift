@@ -69,7 +69,6 @@ struct SimulatedKernel {
         var holder: Int?
         var waiters: [Int] = []
         var record: HeartbeatRecord?
-        var content = ""
     }
 
     struct Descriptor {
@@ -89,8 +88,9 @@ struct SimulatedKernel {
     var writeLock: Int?
     /// The sync down `accounts` as the store holds it.
     var accounts = SimulatedAccounts()
-    /// The lease history: each epoch's holder, when it was taken and when it ended.
-    var history: [Int64: (holder: Int, acquired: UInt64, released: UInt64?)] = [:]
+    /// The lease history's last interval: its epoch, when it was taken, and when it ended by
+    /// itself (nil: open, or closed by the next take).
+    var lastInterval: (epoch: Int64, acquired: UInt64, released: UInt64?)?
 
     static func identity(_ generation: UInt64) -> FileIdentity { FileIdentity(device: 1, inode: generation) }
 
@@ -307,14 +307,21 @@ public final class Simulation {
         // One writer per epoch: at most one live participant has started writing with the
         // store's epoch. (A holding that began on a lock file replaced meanwhile may carry the
         // same number; its first write finds the fence dead and it steps down.)
-        let writers = participants.filter { participant in
-            guard participant.state != .dead, participant.machine.admitsEdits,
-                case .writer(let lease) = participant.machine.phase
-            else { return false }
-            return lease.epoch == kernel.storeEpoch
+        var writers = 0
+        for participant in participants where participant.state != .dead && participant.machine.admitsEdits {
+            if case .writer(let lease) = participant.machine.phase, lease.epoch == kernel.storeEpoch {
+                writers += 1
+            }
         }
-        if writers.count > 1 {
-            fail("one writer per epoch", "\(writers.map(\.name)) all write with epoch \(kernel.storeEpoch)")
+        if writers > 1 {
+            let names = participants.filter {
+                guard $0.state != .dead, $0.machine.admitsEdits, case .writer(let lease) = $0.machine.phase
+                else {
+                    return false
+                }
+                return lease.epoch == kernel.storeEpoch
+            }.map(\.name)
+            fail("one writer per epoch", "\(names) all write with epoch \(kernel.storeEpoch)")
         }
         checkOutranked()
         checkProgress()
@@ -365,12 +372,11 @@ public final class Simulation {
     /// A foreground participant waiting for the lease while nobody writes gets it within the
     /// bound, unless a kill or a freeze intervened: the lease is never wedged.
     func checkProgress() {
-        let working = participants.contains {
-            if case .writer = $0.machine.phase { return $0.state == .running && $0.machine.admitsEdits }
-            return false
-        }
-        let waiting = participants.contains {
-            $0.state == .running && $0.machine.desired == .foreground
+        var working = false
+        var waiting = false
+        for participant in participants where participant.state == .running {
+            if participant.machine.desired == .foreground { waiting = true }
+            if participant.machine.admitsEdits, case .writer = participant.machine.phase { working = true }
         }
         guard waiting, !working else {
             idleSince = nil
@@ -389,12 +395,16 @@ public final class Simulation {
     /// A participant of higher priority, foreground and waiting, gets the lease from a running
     /// lower-priority writer within the bound, unless a kill or a freeze intervened.
     func checkOutranked() {
-        let waiter = participants.filter {
-            $0.state == .running && $0.machine.desired == .foreground && $0.machine.phase == .waiting
-        }.max { $0.priority < $1.priority }
-        let writer = participants.first {
-            if case .writer = $0.machine.phase { return $0.state == .running }
-            return false
+        // Plain loops: this runs after every step.
+        var waiter: SimulatedParticipant?
+        var writer: SimulatedParticipant?
+        for participant in participants where participant.state == .running {
+            if participant.machine.desired == .foreground, participant.machine.phase.name == .waitingForLease,
+                participant.priority > waiter?.priority ?? .min
+            {
+                waiter = participant
+            }
+            if writer == nil, case .writer = participant.machine.phase { writer = participant }
         }
         guard let waiter, let writer, writer.priority < waiter.priority else {
             outranked = nil
