@@ -35,6 +35,11 @@ extension Simulation {
             }
             writer.busySince = nil
             let lease = writer.lease
+            if now < diskFullUntil {
+                participant.writer = writer
+                feed(participant, [.writerStartFailed("database or disk is full")])
+                return
+            }
             // `LeaseFence`: the store's epoch as the holding expects, and its lock still the
             // file in place (asked inside the transaction).
             let current =
@@ -76,6 +81,14 @@ extension Simulation {
                 pageEnded(participant, sync: page.sync, failed: nil)
                 return
             }
+            if serverErrorsLeft > 0 {
+                // The page's request answered 503 past the client's retries.
+                serverErrorsLeft -= 1
+                writer.page = nil
+                participant.writer = writer
+                pageEnded(participant, sync: page.sync, failed: "503 Service Unavailable")
+                return
+            }
             if let writing = kernel.writeLock, writing != participant.index {
                 let since = writer.busySince ?? now
                 writer.busySince = since
@@ -98,10 +111,12 @@ extension Simulation {
         case .commit:
             guard let page = writer.page, page.inTransaction else { return }
             writer.page = nil
-            let committed = commit(participant, lease: writer.lease)
+            let failure = now < diskFullUntil ? "database or disk is full" : nil
+            if failure != nil, kernel.writeLock == participant.index { kernel.writeLock = nil }
+            let committed = failure == nil && commit(participant, lease: writer.lease)
             if committed, page.sync == "accounts" { accountsCommitted(&writer) }
             participant.writer = writer
-            pageEnded(participant, sync: page.sync, failed: committed ? nil : "stale epoch")
+            pageEnded(participant, sync: page.sync, failed: committed ? nil : failure ?? "stale epoch")
             return
         }
     }
@@ -147,12 +162,16 @@ extension Simulation {
         var events: [Machine.Event] = []
         if let error {
             writer.syncs.removeAll { $0.name == sync }
+            if sync == "accounts" { writer.accounts = nil }
+            participant.failedSyncs.insert(sync)
+            syncFailures += 1
             events = [
                 .syncFailed(name: sync, error: error, storeProblem: nil, at: wallMillis), .syncStateChanged,
             ]
         } else if let first = writer.syncs.first, first.name == sync {
             if first.pages <= 1 {
                 writer.syncs.removeFirst()
+                participant.failedSyncs.remove(sync)
                 events = [.syncFinished(sync), .syncStateChanged]
             } else {
                 writer.syncs[0].pages -= 1
@@ -191,16 +210,24 @@ extension Simulation {
             next = flipLifecycle()
         } else {
             switch random.next() % 100 {
-            case 0..<60: next = flipLifecycle()
-            case 60..<68: next = killOne()
-            case 68..<80: next = freezeOne()
-            case 80..<85: next = junkSignal()
-            case 88..<92: next = terminateOne()
-            case 92..<98: next = serverEdit()
-            case 98..<100: next = deleteLockFile()
-            case 85..<88:
+            case 0..<55: next = flipLifecycle()
+            case 55..<63: next = killOne()
+            case 63..<75: next = freezeOne()
+            case 75..<79: next = junkSignal()
+            case 79..<82:
                 // A quiet spell: long enough for a wait behind a writer to be judged.
                 next = 15_000_000_000 + random.next() % 10_000_000_000
+            case 82..<86: next = terminateOne()
+            case 86..<92: next = serverEdit()
+            case 92..<94: next = deleteLockFile()
+            case 94..<97:
+                // A full disk: every write fails for a while, then room comes back.
+                diskFullUntil = now + 200_000_000 + random.next() % 3_000_000_000
+                next = 50_000_000 + random.next() % 300_000_000
+            case 97..<100:
+                // The server answers 503 to the next page requests, past the client's retries.
+                serverErrorsLeft = 1 + Int(random.next() % 10)
+                next = 50_000_000 + random.next() % 300_000_000
             default: next = flipLifecycle()
             }
         }

@@ -67,6 +67,8 @@ final class SimulatedParticipant {
     var passedSince: UInt64?
     /// Holdings whose first write found the fence dead.
     var deadFences: Set<SimulatedLease> = []
+    /// The configured syncs whose last run in this writer term failed.
+    var failedSyncs: Set<String> = []
     /// When this process started.
     var startedAt: UInt64 = 0
     /// When it was sent SIGTERM, until it exits.
@@ -113,6 +115,8 @@ extension Simulation {
         var pending = events
         while !pending.isEmpty, participant.state == .running {
             let event = pending.removeFirst()
+            // The planted bug: the failure never reaches the machine.
+            if options.mutation == .syncFailureUnheard, case .syncFailed = event { continue }
             var actions = participant.machine.handle(event)
             if options.mutation == .startingWriterIgnoresPriority, event == .writerStarted {
                 actions.removeAll { $0 == .checkPriority }
@@ -150,6 +154,7 @@ extension Simulation {
                 )
             }
             participant.writerTerms += 1
+            participant.failedSyncs = []
             participant.writer = SimulatedParticipant.Writer(
                 lease: lease, term: participant.writerTerms, since: now,
                 syncs: SimulatedParticipant.syncNames.map {
@@ -159,7 +164,7 @@ extension Simulation {
         case .runSync(let name):
             if var writer = participant.writer, writer.started, !writer.stopping {
                 let idle = writer.syncs.isEmpty && writer.page == nil
-                writer.syncs.append((name, 1 + Int(random.next() % 3)))
+                writer.syncs.append((name, name == "accounts" ? Int.max : 1 + Int(random.next() % 3)))
                 participant.writer = writer
                 if idle { scheduleWriter(participant, .fetch, after: latency()) }
             }
@@ -455,9 +460,12 @@ extension Simulation {
             same = visibleContent(current) == seen.content
         }
         guard seen.generation == SimulatedKernel.identity(kernel.pathGeneration), same else { return .moved }
-        // No holder that was running and beating is taken over (unless it was frozen within a term).
+        // No holder that was running and beating is taken over, unless it was frozen within a
+        // term, or the takeover was decided while it was (a pursued takeover completes even if
+        // the holder was thawed meanwhile: its next write fails its fence).
+        let decidedFrozen = pursued && (seen.holderState == .stopped || seen.holderState == .hung)
         if let holder, holder.state == .running, holder.holding?.lease.generation == kernel.pathGeneration,
-            now - holder.lastBeat < Self.termNanos,
+            now - holder.lastBeat < Self.termNanos, !decidedFrozen,
             holder.lastFrozen.map({ now - $0 > Self.termNanos }) ?? true
         {
             fail(

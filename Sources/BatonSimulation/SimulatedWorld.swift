@@ -124,6 +124,10 @@ public final class Simulation {
     var server = SimulatedServer()
     /// When the settle asked the host to the foreground (its run from then on is judged).
     var settleForegroundAt: UInt64?
+    /// Until when every write fails for want of room.
+    var diskFullUntil: UInt64 = 0
+    /// Page requests still to fail with a 503.
+    var serverErrorsLeft = 0
     var participants: [SimulatedParticipant] = []
     var steps = 0
     var handOvers = 0
@@ -134,6 +138,7 @@ public final class Simulation {
     var commits = 0
     var fencedCommits = 0
     var staleStarts = 0
+    var syncFailures = 0
     var faultsOn: Bool
     var settling = false
     var violation: SimulationViolation?
@@ -186,7 +191,8 @@ public final class Simulation {
         SimulationOutcome(
             options: options, steps: steps, handOvers: handOvers, takeovers: takeovers, kills: kills,
             freezes: freezes, freezesInTransaction: freezesInTransaction, commits: commits,
-            fencedCommits: fencedCommits, staleStarts: staleStarts, simulatedSeconds: Double(now) / 1e9,
+            fencedCommits: fencedCommits, staleStarts: staleStarts, syncFailures: syncFailures,
+            simulatedSeconds: Double(now) / 1e9,
             violation: violation,
             trace: violation == nil ? [] : trace())
     }
@@ -327,6 +333,26 @@ public final class Simulation {
         checkProgress()
         checkPassedHoldings()
         checkTerminated()
+        checkFailedSyncs()
+    }
+
+    /// Every configured sync that failed in a writer's term has its retry, or a problem,
+    /// published.
+    func checkFailedSyncs() {
+        for participant in participants
+        where participant.state == .running && !participant.failedSyncs.isEmpty {
+            guard participant.machine.admitsEdits, case .writer = participant.machine.phase,
+                participant.machine.problem == nil
+            else { continue }
+            let retrying = participant.machine.retrying
+            for name in participant.failedSyncs where !retrying.contains(where: { $0.name == name }) {
+                fail(
+                    "every failed sync has a retry or a problem published",
+                    "\(participant.name)'s sync \(name) failed and its status shows neither a retry nor a problem"
+                )
+                return
+            }
+        }
     }
 
     /// A participant sent SIGTERM hands everything back and exits within its stop's deadline
@@ -463,6 +489,8 @@ public final class Simulation {
     func beginSettle() {
         settling = true
         faultsOn = false
+        diskFullUntil = 0
+        serverErrorsLeft = 0
         // Every server transaction still in flight commits now, with its earlier stamp; every
         // participant goes to the background and, a second later, the host to the foreground:
         // its run must bring them all.

@@ -63,6 +63,9 @@ public enum SimulationMutation: String, Sendable, Hashable, CaseIterable {
     /// release to commit was dated before it, and the history showed two holders at once.
     /// Planted by dating the take when the holding began instead of inside its transaction.
     case takeDatedBeforeWait = "take-dated-before-wait"
+    /// A failed sync's report lost on its way to the participant: nothing retries it, and the
+    /// status shows nothing. Planted by not feeding `syncFailed` to the machine.
+    case syncFailureUnheard = "sync-failure-unheard"
 }
 
 /// A usage error.
@@ -101,6 +104,8 @@ public struct SimulationOutcome: Sendable {
     public var fencedCommits: Int
     /// Holdings whose first write found the store's epoch past theirs (they step down fenced).
     public var staleStarts: Int
+    /// Sync runs that failed (a full disk, a 503, a fence), each to be retried.
+    public var syncFailures: Int
     public var simulatedSeconds: Double
     public var violation: SimulationViolation?
     /// The last events before the violation (empty when none).

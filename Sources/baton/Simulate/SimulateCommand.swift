@@ -80,6 +80,7 @@ struct SimulateCommand: ParsableCommand {
                 "freezesInTransaction": .int(Int64(outcome.freezesInTransaction)),
                 "commits": .int(Int64(outcome.commits)), "fencedCommits": .int(Int64(outcome.fencedCommits)),
                 "staleStarts": .int(Int64(outcome.staleStarts)),
+                "syncFailures": .int(Int64(outcome.syncFailures)),
                 "simulatedSeconds": .double((outcome.simulatedSeconds * 10).rounded() / 10),
                 "seconds": .double((seconds * 1000).rounded() / 1000),
                 "handOversPerMinute": .double(perMinute.rounded()),
