@@ -163,7 +163,6 @@ extension Simulation {
         if let error {
             writer.syncs.removeAll { $0.name == sync }
             if sync == "accounts" { writer.accounts = nil }
-            participant.failedSyncs.insert(sync)
             syncFailures += 1
             events = [
                 .syncFailed(name: sync, error: error, storeProblem: nil, at: wallMillis), .syncStateChanged,
@@ -171,7 +170,6 @@ extension Simulation {
         } else if let first = writer.syncs.first, first.name == sync {
             if first.pages <= 1 {
                 writer.syncs.removeFirst()
-                participant.failedSyncs.remove(sync)
                 events = [.syncFinished(sync), .syncStateChanged]
             } else {
                 writer.syncs[0].pages -= 1
@@ -180,6 +178,7 @@ extension Simulation {
         participant.writer = writer
         if !writer.syncs.isEmpty { scheduleWriter(participant, .fetch, after: latency()) }
         if !events.isEmpty { feed(participant, events) }
+        if error != nil { checkFailedSync(participant, sync) }
     }
 
     /// The stop's grace (commit what was saved) or deadline (interrupt: roll back) ends the

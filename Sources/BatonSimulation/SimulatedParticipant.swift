@@ -67,8 +67,6 @@ final class SimulatedParticipant {
     var passedSince: UInt64?
     /// Holdings whose first write found the fence dead.
     var deadFences: Set<SimulatedLease> = []
-    /// The configured syncs whose last run in this writer term failed.
-    var failedSyncs: Set<String> = []
     /// When this process started.
     var startedAt: UInt64 = 0
     /// When it was sent SIGTERM, until it exits.
@@ -154,7 +152,6 @@ extension Simulation {
                 )
             }
             participant.writerTerms += 1
-            participant.failedSyncs = []
             participant.writer = SimulatedParticipant.Writer(
                 lease: lease, term: participant.writerTerms, since: now,
                 syncs: SimulatedParticipant.syncNames.map {

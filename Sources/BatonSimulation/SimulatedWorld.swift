@@ -333,26 +333,19 @@ public final class Simulation {
         checkProgress()
         checkPassedHoldings()
         checkTerminated()
-        checkFailedSyncs()
     }
 
-    /// Every configured sync that failed in a writer's term has its retry, or a problem,
-    /// published.
-    func checkFailedSyncs() {
-        for participant in participants
-        where participant.state == .running && !participant.failedSyncs.isEmpty {
-            guard participant.machine.admitsEdits, case .writer = participant.machine.phase,
-                participant.machine.problem == nil
-            else { continue }
-            let retrying = participant.machine.retrying
-            for name in participant.failedSyncs where !retrying.contains(where: { $0.name == name }) {
-                fail(
-                    "every failed sync has a retry or a problem published",
-                    "\(participant.name)'s sync \(name) failed and its status shows neither a retry nor a problem"
-                )
-                return
-            }
-        }
+    /// A configured sync that failed in a writer's term has its retry, or a problem, published:
+    /// checked as the machine answers the failure (the retry stays published until the sync is
+    /// done or the term ends).
+    func checkFailedSync(_ participant: SimulatedParticipant, _ name: String) {
+        guard participant.state == .running, participant.machine.admitsEdits,
+            case .writer = participant.machine.phase, participant.machine.problem == nil,
+            !participant.machine.retrying.contains(where: { $0.name == name })
+        else { return }
+        fail(
+            "every failed sync has a retry or a problem published",
+            "\(participant.name)'s sync \(name) failed and its status shows neither a retry nor a problem")
     }
 
     /// A participant sent SIGTERM hands everything back and exits within its stop's deadline
