@@ -370,7 +370,10 @@ extension Simulation {
         participant.writer = nil
         participant.timers = []
         if kernel.writeLock == participant.index { kernel.writeLock = nil }
-        for (descriptor, open) in kernel.descriptors where open.owner == participant.index {
+        // In descriptor order: a dictionary's own order changes from process to process, and
+        // each close may draw from the seed (a grant), so a replay must not depend on it.
+        for descriptor in kernel.descriptors.keys.sorted()
+        where kernel.descriptors[descriptor]?.owner == participant.index {
             close(descriptor)
         }
         // Its status file stays, naming a process that is gone.
@@ -409,7 +412,8 @@ extension Simulation {
         participant.deferred = []
         for happening in waiting { schedule(happening, after: latency()) }
         // A lock let go while it was stopped may be its now.
-        for (descriptor, open) in kernel.descriptors where open.owner == participant.index {
+        for descriptor in kernel.descriptors.keys.sorted() {
+            guard let open = kernel.descriptors[descriptor], open.owner == participant.index else { continue }
             if kernel.files[open.generation]?.waiters.contains(descriptor) == true { grant(open.generation) }
         }
     }
