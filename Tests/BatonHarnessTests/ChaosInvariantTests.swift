@@ -102,7 +102,7 @@ struct ChaosInvariantTests {
             output: "starting\nwarning: x\nFatal error: y\nTrace z\n")
         #expect(found.invariant == "no participant crashed")
         #expect(found.round == 9)
-        #expect(found.detail.contains("ext2 (pid 4242) ended with killed by signal 6"))
+        #expect(found.detail.contains("ext2 (pid 4242) ended with killed by signal 6 (SIGABRT)"))
         #expect(found.detail.hasSuffix("warning: x | Fatal error: y | Trace z"))
     }
 

@@ -60,6 +60,28 @@ struct ChildProcessTests {
         #expect(await child.send(SIGTERM) == false)
     }
 
+    @Test(
+        "each child runs in a process group of its own: a hang-up of the job that started the command (a shell exiting with a stopped job) cannot reach a participant the harness froze"
+    )
+    func ownProcessGroup() async throws {
+        let child = try await ChildProcess.start(
+            "/bin/sh", ["-c", "echo up; read line; exit 0"], input: .interactive, stdout: .collect,
+            registry: nil)
+        #expect(await child.waitForOutput(timeout: .seconds(30)) { out, _ in out == "up\n" })
+        #expect(getpgid(child.pid) == child.pid)
+        #expect(getpgid(child.pid) != getpgrp())
+        child.closeInput()
+        #expect(await child.wait().isSuccess)
+    }
+
+    @Test("how a child ended names the signal")
+    func terminationNamesSignal() {
+        #expect(
+            "\(ChildProcess.Termination(status: SIGHUP, signaled: true))" == "killed by signal 1 (SIGHUP)")
+        #expect("\(ChildProcess.Termination(status: 64, signaled: true))" == "killed by signal 64")
+        #expect("\(ChildProcess.Termination(status: 3, signaled: false))" == "exit status 3")
+    }
+
     @Test("a wait for output that cannot come ends when the process exits, not at its bound")
     func waitEndsAtExit() async throws {
         let child = try await ChildProcess.start(

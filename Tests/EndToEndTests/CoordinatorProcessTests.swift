@@ -7,9 +7,9 @@ extension HeavyEndToEnd {
     @Suite("Paired participants as processes", .serialized)
     struct CoordinatorProcessTests {
         @Test(
-            "SIGTERM through the service group: the syncs stop, the lease is released, then the process exits 0"
-        )
-        func sigtermReleasesFirst() async throws {
+            "SIGTERM, or SIGHUP as a shell exiting with the participant stopped sends it (then SIGCONT), through the service group: the syncs stop, the lease is released, then the process exits 0",
+            arguments: [SIGTERM, SIGHUP])
+        func sigtermReleasesFirst(signal: Int32) async throws {
             let f = try await CoordinatorFixture(records: 5_000)
             try await f.client.adminSetFaults(["latencyMs": 20])
             let host = try await f.start("host", role: "host", lifecycle: "foreground", batchSize: 200)
@@ -17,7 +17,13 @@ extension HeavyEndToEnd {
             try await f.waitForLog("host", "a committed page") { log in
                 (log.last { $0["event"] == "sync" }?["progress"]?.intValue ?? 0) > 0
             }
-            await host.send(SIGTERM)
+            if signal == SIGHUP {
+                await host.send(SIGSTOP)
+                await host.send(SIGHUP)
+                await host.send(SIGCONT)
+            } else {
+                await host.send(signal)
+            }
             let result = try await host.wait(timeout: .seconds(60))
             #expect(result.status == 0, "\(result.stderr)")
             let events = f.log("host").compactMap { $0["event"]?.stringValue }

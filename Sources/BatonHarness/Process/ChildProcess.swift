@@ -41,7 +41,16 @@ public final class ChildProcess: Sendable {
         public var signaled: Bool
 
         public var isSuccess: Bool { status == 0 && !signaled }
-        public var description: String { signaled ? "killed by signal \(status)" : "exit status \(status)" }
+        public var description: String {
+            guard signaled else { return "exit status \(status)" }
+            let names: [Int32: String] = [
+                SIGHUP: "SIGHUP", SIGINT: "SIGINT", SIGQUIT: "SIGQUIT", SIGILL: "SIGILL", SIGTRAP: "SIGTRAP",
+                SIGABRT: "SIGABRT", SIGBUS: "SIGBUS", SIGFPE: "SIGFPE", SIGKILL: "SIGKILL",
+                SIGSEGV: "SIGSEGV",
+                SIGPIPE: "SIGPIPE", SIGALRM: "SIGALRM", SIGTERM: "SIGTERM",
+            ]
+            return "killed by signal \(status)" + (names[status].map { " (\($0))" } ?? "")
+        }
     }
 
     private enum Command: Sendable {
@@ -87,7 +96,7 @@ public final class ChildProcess: Sendable {
                     uniqueKeysWithValues: environment.map {
                         (Environment.Key(stringLiteral: $0.key), $0.value)
                     })),
-            platformOptions: Self.teardownOptions())
+            platformOptions: Self.platformOptions())
         let stdoutFile = try Self.open(stdout)
         let stderrFile = try Self.open(stderr)
         let task = Task {
@@ -195,9 +204,15 @@ public final class ChildProcess: Sendable {
         self.lines = lines
     }
 
-    /// On cancellation (``tearDown()``): wake a frozen child, ask it to stop, and kill it after 3 s.
-    private static func teardownOptions() -> PlatformOptions {
+    /// Each child in a process group of its own, so that only this process signals it: job
+    /// control aimed at the job that started this command (a shell that exits hangs up its job's
+    /// stopped processes, a terminal's Ctrl-C or hang-up reaches its foreground job) never
+    /// reaches a child the harness froze or is about to signal; the harness forwards a shutdown
+    /// itself (``ChildProcesses/exitOnInterrupt()``). On cancellation (``tearDown()``): wake a
+    /// frozen child, ask it to stop, and kill it after 3 s.
+    private static func platformOptions() -> PlatformOptions {
         var options = PlatformOptions()
+        options.processGroupID = 0
         options.teardownSequence = [
             .send(signal: .resume, allowedDurationToNextStep: .zero),
             .gracefulShutDown(allowedDurationToNextStep: .seconds(3)),

@@ -2,7 +2,7 @@ import BatonLocking
 import Foundation
 
 /// The child processes a command started (the demo's participants, a chaos run's, the bench's
-/// workers), so that an interrupted command (SIGINT, SIGTERM) takes them down with it instead of
+/// workers), so that an interrupted command (SIGINT, SIGTERM, SIGHUP) takes them down with it instead of
 /// leaving orphans.
 public final class ChildProcesses: Sendable {
     public static let shared = ChildProcesses()
@@ -41,8 +41,10 @@ public final class ChildProcesses: Sendable {
         }
     }
 
-    /// Until the returned handle is cancelled, SIGINT and SIGTERM tear the children down and
-    /// exit with 130.
+    /// Until the returned handle is cancelled, SIGINT, SIGTERM and SIGHUP tear the children down
+    /// and exit with 130. The children run in process groups of their own
+    /// (``ChildProcess/start(_:_:environment:input:stdout:stderr:registry:)``), so a terminal's
+    /// Ctrl-C reaches them through this alone.
     public static func exitOnInterrupt() -> ShutdownSignals {
         ShutdownSignals {
             let done = DispatchSemaphore(value: 0)

@@ -5,13 +5,17 @@ import Foundation
 /// installed; a signal handler can only reach globals).
 nonisolated(unsafe) private var shutdownSignalPipe: Int32 = -1
 
-/// SIGTERM and SIGINT run `handler` (instead of killing the process).
+/// SIGTERM, SIGINT and SIGHUP (the terminal went away) run `handler` (instead of killing the
+/// process).
 ///
 /// The handler is a plain `sigaction` handler, installed before `init` returns, that writes a
 /// byte to a pipe; a thread of its own reads the pipe and calls `handler`. No signal is lost:
 /// dispatch signal sources are armed asynchronously, and a signal that arrived before them (with
 /// the disposition already `SIG_IGN`) was dropped, leaving a participant deaf to SIGTERM.
 public final class ShutdownSignals: Sendable {
+    /// The signals that run the handler.
+    static let signals = [SIGTERM, SIGINT, SIGHUP]
+
     private let reader: Int32
 
     public init(_ handler: @escaping @Sendable () -> Void) {
@@ -33,7 +37,7 @@ public final class ShutdownSignals: Sendable {
                 handler()
             }
         }
-        for number in [SIGTERM, SIGINT] {
+        for number in Self.signals {
             signal(number) { _ in
                 var byte: UInt8 = 1
                 _ = write(shutdownSignalPipe, &byte, 1)
@@ -43,6 +47,6 @@ public final class ShutdownSignals: Sendable {
 
     /// Restores the default dispositions (a later signal ends the process).
     public func cancel() {
-        for number in [SIGTERM, SIGINT] { signal(number, SIG_DFL) }
+        for number in Self.signals { signal(number, SIG_DFL) }
     }
 }

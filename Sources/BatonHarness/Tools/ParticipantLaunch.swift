@@ -7,7 +7,7 @@ import Logging
 import ServiceLifecycle
 
 /// What `baton participant` runs: a store, a REST client, a sync manager and a ``Participant``
-/// in a service group that SIGTERM and SIGINT shut down gracefully (the lease handed back).
+/// in a service group that SIGTERM, SIGINT and SIGHUP shut down gracefully (the lease handed back).
 public struct ParticipantLaunch: Sendable {
     public var directory: String
     public var name: String
@@ -79,7 +79,8 @@ public struct ParticipantLaunch: Sendable {
         }
     }
 
-    /// Runs until SIGTERM or SIGINT; `started` hears the line to print once it runs.
+    /// Runs until SIGTERM, SIGINT or SIGHUP (its terminal went away, or the shell that stopped it
+    /// exited); `started` hears the line to print once it runs.
     public func run(started: (String) -> Void) async throws {
         var logger = Logger(label: "baton.participant.\(name)")
         logger[metadataKey: "baton.participant"] = "\(name)"
@@ -111,7 +112,7 @@ public struct ParticipantLaunch: Sendable {
             configuration: configuration,
             directory: store.directory, store: store, manager: manager, logger: logger)
         let group = ServiceGroup(
-            services: [participant], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            services: [participant], gracefulShutdownSignals: [.sigterm, .sigint, .sighup], logger: logger)
         started("participant \(name) (\(role.rawValue), pid \(getpid())) running in \(store.directory.path)")
         try await group.run()
     }

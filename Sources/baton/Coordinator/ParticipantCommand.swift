@@ -8,7 +8,7 @@ struct ParticipantCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "participant",
         abstract:
-            "Run one participant (a host or an extension) on a shared directory until Ctrl-C or SIGTERM.",
+            "Run one participant (a host or an extension) on a shared directory until Ctrl-C, SIGTERM or SIGHUP.",
         discussion: """
             The participant follows D/lifecycle/NAME: foreground takes the writer lease (highest \
             priority first), restarts stopped syncs and runs the configured ones; background stops \
