@@ -61,17 +61,21 @@ struct ChildProcessTests {
     }
 
     @Test(
-        "each child runs in a process group of its own: a hang-up of the job that started the command (a shell exiting with a stopped job) cannot reach a participant the harness froze"
+        "a command that forwards interrupts starts each child in a process group of its own (a hang-up of the job that started the command cannot reach a participant it froze); one that does not (a test runner) keeps them in its own, for Ctrl-C"
     )
-    func ownProcessGroup() async throws {
-        let child = try await ChildProcess.start(
-            "/bin/sh", ["-c", "echo up; read line; exit 0"], input: .interactive, stdout: .collect,
-            registry: nil)
-        #expect(await child.waitForOutput(timeout: .seconds(30)) { out, _ in out == "up\n" })
-        #expect(getpgid(child.pid) == child.pid)
-        #expect(getpgid(child.pid) != getpgrp())
-        child.closeInput()
-        #expect(await child.wait().isSuccess)
+    func processGroups() async throws {
+        let forwarding = ChildProcesses()
+        forwarding.forwardsInterrupts = true
+        for registry in [forwarding, nil] {
+            let child = try await ChildProcess.start(
+                "/bin/sh", ["-c", "echo up; read line; exit 0"], input: .interactive, stdout: .collect,
+                registry: registry)
+            #expect(await child.waitForOutput(timeout: .seconds(30)) { out, _ in out == "up\n" })
+            #expect(getpgid(child.pid) == (registry == nil ? getpgrp() : child.pid))
+            child.closeInput()
+            #expect(await child.wait().isSuccess)
+            registry?.remove(child)
+        }
     }
 
     @Test("how a child ended names the signal")

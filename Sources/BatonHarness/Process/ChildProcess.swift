@@ -96,7 +96,7 @@ public final class ChildProcess: Sendable {
                     uniqueKeysWithValues: environment.map {
                         (Environment.Key(stringLiteral: $0.key), $0.value)
                     })),
-            platformOptions: Self.platformOptions())
+            platformOptions: Self.platformOptions(ownGroup: registry?.forwardsInterrupts ?? false))
         let stdoutFile = try Self.open(stdout)
         let stderrFile = try Self.open(stderr)
         let task = Task {
@@ -204,15 +204,14 @@ public final class ChildProcess: Sendable {
         self.lines = lines
     }
 
-    /// Each child in a process group of its own, so that only this process signals it: job
-    /// control aimed at the job that started this command (a shell that exits hangs up its job's
-    /// stopped processes, a terminal's Ctrl-C or hang-up reaches its foreground job) never
-    /// reaches a child the harness froze or is about to signal; the harness forwards a shutdown
-    /// itself (``ChildProcesses/exitOnInterrupt()``). On cancellation (``tearDown()``): wake a
-    /// frozen child, ask it to stop, and kill it after 3 s.
-    private static func platformOptions() -> PlatformOptions {
+    /// With `ownGroup` (the command forwards interrupts: ``ChildProcesses/forwardsInterrupts``),
+    /// the child runs in a process group of its own, so that only this process signals it: job
+    /// control aimed at the job that started the command (a shell that exits hangs up its job's
+    /// stopped processes) never reaches a child the harness froze. On cancellation
+    /// (``tearDown()``): wake a frozen child, ask it to stop, and kill it after 3 s.
+    private static func platformOptions(ownGroup: Bool) -> PlatformOptions {
         var options = PlatformOptions()
-        options.processGroupID = 0
+        if ownGroup { options.processGroupID = 0 }
         options.teardownSequence = [
             .send(signal: .resume, allowedDurationToNextStep: .zero),
             .gracefulShutDown(allowedDurationToNextStep: .seconds(3)),

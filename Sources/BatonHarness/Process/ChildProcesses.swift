@@ -8,6 +8,17 @@ public final class ChildProcesses: Sendable {
     public static let shared = ChildProcesses()
 
     private let running = Locked<[ObjectIdentifier: ChildProcess]>([:])
+    private let forwarding = Locked(false)
+
+    /// Whether this command forwards a terminal's Ctrl-C and hang-up to its children
+    /// (``exitOnInterrupt()``): its children then start in process groups of their own, out of
+    /// reach of job control aimed at the job that started the command (a shell that exits hangs
+    /// up its job's stopped processes, which would kill a participant the harness froze). Without
+    /// it (a test runner) they stay in this process's group, so a Ctrl-C still reaches them.
+    var forwardsInterrupts: Bool {
+        get { forwarding.withLock { $0 } }
+        set { forwarding.withLock { $0 = newValue } }
+    }
     private let temporaryPaths = Locked<[String]>([])
 
     /// This executable, to start children with (the same build as the running command).
@@ -42,11 +53,11 @@ public final class ChildProcesses: Sendable {
     }
 
     /// Until the returned handle is cancelled, SIGINT, SIGTERM and SIGHUP tear the children down
-    /// and exit with 130. The children run in process groups of their own
-    /// (``ChildProcess/start(_:_:environment:input:stdout:stderr:registry:)``), so a terminal's
-    /// Ctrl-C reaches them through this alone.
+    /// and exit with 130; children started meanwhile run in process groups of their own
+    /// (``forwardsInterrupts``), so a terminal's Ctrl-C reaches them through this alone.
     public static func exitOnInterrupt() -> ShutdownSignals {
-        ShutdownSignals {
+        shared.forwardsInterrupts = true
+        return ShutdownSignals(cancelled: { shared.forwardsInterrupts = false }) {
             let done = DispatchSemaphore(value: 0)
             Task {
                 await shared.tearDownAll()

@@ -17,8 +17,11 @@ public final class ShutdownSignals: Sendable {
     static let signals = [SIGTERM, SIGINT, SIGHUP]
 
     private let reader: Int32
+    private let cancelled: @Sendable () -> Void
 
-    public init(_ handler: @escaping @Sendable () -> Void) {
+    /// `cancelled` runs once ``cancel()`` has restored the default dispositions.
+    public init(cancelled: @escaping @Sendable () -> Void = {}, _ handler: @escaping @Sendable () -> Void) {
+        self.cancelled = cancelled
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else {
             reader = -1
@@ -48,5 +51,6 @@ public final class ShutdownSignals: Sendable {
     /// Restores the default dispositions (a later signal ends the process).
     public func cancel() {
         for number in Self.signals { signal(number, SIG_DFL) }
+        cancelled()
     }
 }
