@@ -74,22 +74,22 @@ final class SoupWriter {
             text.value(element, sortedKeys: false)
         }
         text.raw("}")
-        var values: [(any DatabaseValueConvertible)?] = [text.text]
+        var values: [DatabaseValue] = [text.text.databaseValue]
         values.reserveCapacity(columns.count + 4)
-        if targetId == nil { values.append(now) }
-        values.append(now)
+        if targetId == nil { values.append(now.databaseValue) }
+        values.append(now.databaseValue)
         for column in columns {
-            values.append(value(at: column.path)?.databaseValue)
+            values.append(value(at: column.path)?.databaseValue ?? .null)
         }
         if let targetId {
-            values.append(targetId)
-            try update.execute(arguments: StatementArguments(boxed: values))
+            values.append(targetId.databaseValue)
+            try update.run(binding: values, in: db)
             guard db.changesCount > 0 else {
                 throw StoreError(.entryNotFound, "soup '\(soup.name)' has no entry \(targetId)")
             }
             return (targetId, now)
         }
-        try insert.execute(arguments: StatementArguments(boxed: values))
+        try insert.run(binding: values, in: db)
         return (db.lastInsertedRowID, now)
     }
 
@@ -112,7 +112,10 @@ final class SoupWriter {
             )
             entryLookups[path] = statement
         }
-        return try Row.fetchOne(statement, arguments: [value.databaseValue]).map(StoreReader.entry(from:))
+        guard
+            let (entryId, json, lastModified) = try statement.firstEntry(binding: value.databaseValue, in: db)
+        else { return nil }
+        return try StoreReader.entry(entryId: entryId, json: json, lastModified: lastModified)
     }
 
     /// The statement that finds the entry whose `path` has a value.

@@ -130,11 +130,14 @@ extension StoreReader {
 
     /// A row of `SELECT id, json, lastModified`, read by column index.
     static func entry(from row: Row) throws -> SoupEntry {
-        let text: String = row[1]
-        guard case .object(let record) = try JSONValue(parsing: text) else {
+        try entry(entryId: row[0], json: row[1], lastModified: row[2])
+    }
+
+    static func entry(entryId: Int64, json: String, lastModified: Int64) throws -> SoupEntry {
+        guard case .object(let record) = try JSONValue(parsing: json) else {
             throw StoreError(.malformedRecord, "a stored record is not a JSON object")
         }
-        return SoupEntry(entryId: row[0], record: record, lastModified: row[2])
+        return SoupEntry(entryId: entryId, record: record, lastModified: lastModified)
     }
 
     static func whereClause(_ query: SoupQuery, soup: SoupDescription) throws -> (String, StatementArguments)
