@@ -8,6 +8,8 @@ final class SoupWriter {
     let soup: SoupDescription
     let db: Database
     private let columns: [(name: String, path: String)]
+    /// Each column's path split at its first dot, once per writer, not once per record.
+    private let columnPaths: [ColumnPath]
     private let insert: Statement
     private let update: Statement
     private var lookups: [String: Statement] = [:]
@@ -17,6 +19,7 @@ final class SoupWriter {
         self.soup = soup
         self.db = db
         columns = soup.columns
+        columnPaths = soup.columns.map { ColumnPath($0.path) }
         let names = columns.map(\.name)
         insert = try db.cachedStatement(sql: soup.insertSQL)
         update = try db.cachedStatement(
@@ -37,21 +40,23 @@ final class SoupWriter {
         _ record: JSONObject, replacing members: [(key: String, value: JSONValue?)], entryId: Int64?,
         externalIdPath: String?
     ) throws -> (entryId: Int64, lastModified: Int64) {
-        func value(at path: String) -> JSONValue? {
-            if !members.isEmpty {
-                let head = path.prefix { $0 != "." }
-                if let member = members.first(where: { $0.key == head }) {
-                    guard head.endIndex < path.endIndex else { return member.value }
-                    return member.value?.value(atPath: String(path[path.index(after: head.endIndex)...]))
-                }
+        // Lengths first: most names are not a member's, and differ in length from all of them.
+        func member(named key: String) -> (key: String, value: JSONValue?)? {
+            let count = key.utf8.count
+            return members.first { $0.key.utf8.count == count && $0.key == key }
+        }
+        func value(at path: ColumnPath) -> JSONValue? {
+            if !members.isEmpty, let member = member(named: path.head) {
+                guard let tail = path.tail else { return member.value }
+                return member.value?.value(atPath: tail)
             }
-            return Self.value(of: record, at: path)
+            return path.tail == nil ? record[path.path] : JSONValue.object(record).value(atPath: path.path)
         }
         let now = WallClock.nowMillis()
         var targetId = entryId
         if targetId == nil, let externalIdPath {
             let lookup = try lookup(externalIdPath)
-            if let value = value(at: externalIdPath), !value.isNull {
+            if let value = value(at: ColumnPath(externalIdPath)), !value.isNull {
                 targetId = try Int64.fetchOne(lookup, arguments: [value.databaseValue])
             }
         }
@@ -59,7 +64,7 @@ final class SoupWriter {
         var text = JSONTextWriter(capacity: 512)
         text.raw("{")
         var first = true
-        for (key, element) in record where !members.contains(where: { $0.key == key }) {
+        for (key, element) in record where members.isEmpty || member(named: key) == nil {
             if !first { text.raw(",") }
             first = false
             text.string(key)
@@ -78,8 +83,8 @@ final class SoupWriter {
         values.reserveCapacity(columns.count + 4)
         if targetId == nil { values.append(now.databaseValue) }
         values.append(now.databaseValue)
-        for column in columns {
-            values.append(value(at: column.path)?.databaseValue ?? .null)
+        for path in columnPaths {
+            values.append(value(at: path)?.databaseValue ?? .null)
         }
         if let targetId {
             values.append(targetId.databaseValue)
@@ -143,5 +148,23 @@ extension StatementArguments {
     /// samples); this one maps with a closure.
     init(boxed values: [(any DatabaseValueConvertible)?]) {
         self.init(values)
+    }
+}
+
+/// A path split at its first dot: the member it starts with, and the rest.
+private struct ColumnPath {
+    let path: String
+    let head: String
+    let tail: String?
+
+    init(_ path: String) {
+        self.path = path
+        if let dot = path.utf8.firstIndex(of: UInt8(ascii: ".")) {
+            head = String(path[..<dot])
+            tail = String(path[path.utf8.index(after: dot)...])
+        } else {
+            head = path
+            tail = nil
+        }
     }
 }
