@@ -79,8 +79,8 @@ final class SoupWriter {
             text.value(element, sortedKeys: false)
         }
         text.raw("}")
-        var values: [DatabaseValue] = [text.text.databaseValue]
-        values.reserveCapacity(columns.count + 4)
+        var values: [DatabaseValue] = []
+        values.reserveCapacity(columns.count + 3)
         if targetId == nil { values.append(now.databaseValue) }
         values.append(now.databaseValue)
         for path in columnPaths {
@@ -88,13 +88,13 @@ final class SoupWriter {
         }
         if let targetId {
             values.append(targetId.databaseValue)
-            try update.run(binding: values, in: db)
+            try update.run(text: text.bytes, binding: values, in: db)
             guard db.changesCount > 0 else {
                 throw StoreError(.entryNotFound, "soup '\(soup.name)' has no entry \(targetId)")
             }
             return (targetId, now)
         }
-        try insert.run(binding: values, in: db)
+        try insert.run(text: text.bytes, binding: values, in: db)
         return (db.lastInsertedRowID, now)
     }
 

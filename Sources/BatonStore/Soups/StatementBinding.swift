@@ -16,8 +16,11 @@ extension Statement {
     ///
     /// - Throws: `DatabaseError` with SQLite's extended result code and message, as GRDB's
     ///   `execute(arguments:)` would (a full disk is `SQLITE_FULL`).
-    func run(binding values: [DatabaseValue], in db: Database) throws {
-        try bind(values, in: db)
+    ///
+    /// `text`, when given, is bound first, as text: UTF-8 bytes (a record's JSON as
+    /// `JSONTextWriter` wrote it) stored without being made into a `String` first.
+    func run(text: [UInt8]? = nil, binding values: [DatabaseValue], in db: Database) throws {
+        try bind(values, after: text, in: db)
         let code = sqlite3_step(sqliteStatement)
         defer { release() }
         guard code == SQLITE_DONE else { throw failure(code, in: db) }
@@ -45,18 +48,32 @@ extension Statement {
         }
     }
 
-    private func bind(_ values: [DatabaseValue], in db: Database) throws {
+    private func bind(_ values: [DatabaseValue], after text: [UInt8]? = nil, in db: Database) throws {
         let handle = sqliteStatement
         // A run that failed was reset by ``release()`` and its error reported then.
         sqlite3_reset(handle)
-        guard values.count == Int(sqlite3_bind_parameter_count(handle)) else {
+        let leading = text == nil ? 0 : 1
+        guard leading + values.count == Int(sqlite3_bind_parameter_count(handle)) else {
             throw DatabaseError(
                 resultCode: .SQLITE_MISUSE,
-                message: "\(values.count) values for \(sqlite3_bind_parameter_count(handle)) parameters",
+                message:
+                    "\(leading + values.count) values for \(sqlite3_bind_parameter_count(handle)) parameters",
                 sql: sql)
         }
+        if let text {
+            let code = text.withUnsafeBytes { bytes in
+                sqlite3_bind_text(
+                    handle, 1, (bytes.baseAddress ?? Self.emptyBlob).assumingMemoryBound(to: CChar.self),
+                    Int32(bytes.count), Self.transient)
+            }
+            guard code == SQLITE_OK else {
+                let error = failure(code, in: db)
+                release()
+                throw error
+            }
+        }
         for (offset, value) in values.enumerated() {
-            let index = Int32(offset + 1)
+            let index = Int32(leading + offset + 1)
             let code: Int32
             switch value.storage {
             case .null: code = sqlite3_bind_null(handle, index)
@@ -97,6 +114,6 @@ extension Statement {
     private static var transient: sqlite3_destructor_type {
         unsafeBitCast(-1, to: sqlite3_destructor_type.self)
     }
-    /// A pointer for an empty blob (a nil pointer would bind NULL).
+    /// A pointer for an empty blob or text (a nil pointer would bind NULL).
     private static var emptyBlob: UnsafeRawPointer { UnsafeRawPointer(("" as StaticString).utf8Start) }
 }
