@@ -79,10 +79,9 @@ extension SyncManager {
 
     /// How many syncs run at once unless ``setConcurrency(_:)`` says otherwise. Measured by
     /// `baton bench --only syncs` (8 sync downs of 5,000 records, 100 ms a request, on two
-    /// cores, nothing else running): one at a time took 4.4 s, two 2.3 s, four 1.2 s, all eight
-    /// 0.9 s. Four gets
-    /// most of the gain (the one writer saving pages is the bound beyond it), while each sync
-    /// running holds up to two pages in memory.
+    /// cores, nothing else running): one at a time took 4.5 s, two 2.3 s, four 1.2 s, all eight
+    /// 0.8 s. Four gets most of the gain (the one writer saving pages is the bound beyond it),
+    /// while each sync running holds up to two pages in memory.
     public static let defaultConcurrency = 4
 
     /// Sets how many syncs may run at once (at least 1; 1 is Mobile Sync's way, one at a time in
