@@ -34,11 +34,14 @@ let package = Package(
         // weak, in a tiny C target: no-ops outside a -sanitize=thread build).
         .target(name: "CThreadSanitizer"),
         .target(name: "BatonLocking", dependencies: ["CThreadSanitizer"]),
+        // sqlite3_db_config, which is variadic, for Swift: the store's connections turn triggers
+        // off (the write guards are for other connections).
+        .target(name: "CSQLiteConfig", linkerSettings: [.linkedLibrary("sqlite3")]),
         // The shared SQLite store.
         .target(
             name: "BatonStore",
             dependencies: [
-                "BatonLocking", "BatonJSON", "BatonTime",
+                "BatonLocking", "BatonJSON", "BatonTime", "CSQLiteConfig",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

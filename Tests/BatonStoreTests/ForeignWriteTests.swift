@@ -63,6 +63,44 @@ struct ForeignWriteTests {
         }
     }
 
+    @Test("Baton's own connections run no trigger: one planted by another connection never fires")
+    func ownWritesRunNoTrigger() async throws {
+        let fixture = try StoreFixture()
+        try await fixture.unfenced.write { transaction in
+            try transaction.registerSoup("accounts", indexSpecs: [IndexSpec(path: "Id", type: .string)])
+            _ = try transaction.upsert(["Id": "001"], into: "accounts")
+        }
+        // Triggers that refuse every write, whatever functions the connection has.
+        try await Self.foreign(fixture.store).write { db in
+            for event in ["INSERT", "UPDATE", "DELETE"] {
+                try db.execute(
+                    sql: """
+                        CREATE TRIGGER planted_\(event.lowercased()) BEFORE \(event) ON soup_1
+                        BEGIN SELECT RAISE(ABORT, 'planted trigger ran'); END
+                        """)
+            }
+        }
+        let entries = try await fixture.unfenced.write { transaction in
+            try transaction.upsert(
+                [["Id": "001", "Name": "changed"], ["Id": "002"], ["Id": "003"]], into: "accounts",
+                externalIdPath: "Id")
+        }
+        let deleted = try await fixture.unfenced.write { transaction in
+            try transaction.delete(entryIds: [entries[2].entryId], from: "accounts")
+        }
+        #expect(deleted == 1)
+        let names = try await fixture.store.read { reader in
+            try reader.query(SoupQuery(), in: "accounts").map {
+                "\($0.record["Id"]?.stringValue ?? "?") \($0.record["Name"]?.stringValue ?? "-")"
+            }
+        }
+        #expect(names.sorted() == ["001 changed", "002 -"])
+        // Another connection's statements still compile them.
+        #expect(throws: DatabaseError.self) {
+            try Self.foreign(fixture.store).write { try $0.execute(sql: "DELETE FROM soup_1") }
+        }
+    }
+
     @Test("a guard dropped or changed is found, naming its table")
     func dropped() async throws {
         let fixture = try StoreFixture()
