@@ -1,4 +1,5 @@
 import BatonLocking
+import BatonREST
 import Dispatch
 import Foundation
 import GRDB
@@ -55,5 +56,50 @@ struct StorageConcurrencyTests {
         // thread: nothing here waited for it.
         #expect(seen.count == 0)
         #expect(seen.releasedInTime)
+    }
+
+    /// Queries asked while the in-memory database is held by a write (a slow one, on a thread of
+    /// this test's own): each waits for the database. More of them than Swift's cooperative pool
+    /// has threads, and a task on the pool must still run before the write is let go. Were the
+    /// waiting queries holding the pool's threads, it could not: the write would end only at
+    /// its own deadline, not released in time, and the test would fail.
+    @Test("queries waiting for the database hold no thread of the cooperative pool")
+    func queriesWaitOffThePool() async throws {
+        let running = try await ReferenceServer.start(.init(token: "t"))
+        let client = RESTClient(baseURL: running.url, token: "t")
+        do {
+            try await client.adminSeed(type: "Account", count: 10, ageSeconds: 60)
+            let release = DispatchSemaphore(value: 0)
+            let writeEnded = Locked<Result<Bool, any Error>?>(nil)
+            await withCheckedContinuation { (holding: CheckedContinuation<Void, Never>) in
+                Thread.detachNewThread {
+                    let result = Result {
+                        try running.server.storage.write { _ -> Bool in
+                            holding.resume()
+                            return release.wait(timeout: .now() + 30) == .success
+                        }
+                    }
+                    writeEnded.withLock { $0 = result }
+                }
+            }
+            let count = ProcessInfo.processInfo.activeProcessorCount + 2
+            let asked = running.server.stats.requests
+            let queries = (0..<count).map { _ in
+                Task {
+                    try await client.queryFirstPage("SELECT Id FROM Account", batchSize: 200).records.count
+                }
+            }
+            // Every query is at the server (counted as it arrives) before the pool's task is asked for.
+            await running.server.stats.wait(for: .requests, asked + count)
+            #expect(await Task.detached { 42 }.value == 42)
+            release.signal()
+            for query in queries { #expect(try await query.value == 10) }
+            let releasedInTime = try #require(writeEnded.withLock { $0 }).get()
+            #expect(releasedInTime, "the pool's task ran only once the write gave up waiting")
+        } catch {
+            await running.stop()
+            throw error
+        }
+        await running.stop()
     }
 }

@@ -60,18 +60,21 @@ struct DataRoutes: Sendable {
                 guard let soql = Self.formParameter("q", in: request.uri.query), !soql.isEmpty else {
                     throw SalesforceError.malformedQuery("missing query parameter q")
                 }
+                let (batchSize, apiPath) = (try batchSize(request) ?? 2000, context.apiPath)
                 return deliver(
-                    try engine.start(
-                        soql: soql, batchSize: try batchSize(request) ?? 2000, apiPath: context.apiPath))
+                    try await engine.offThePool { engine in
+                        try engine.start(soql: soql, batchSize: batchSize, apiPath: apiPath)
+                    })
             }
         }
         group.get("query/:locator") { request, context -> Response in
             try await withFaults(isWrite: false) {
                 // As with SOAP's queryMore, the batch size may change from one page to the next.
-                deliver(
-                    try engine.next(
-                        locator: try context.parameters.require("locator"), batchSize: try batchSize(request))
-                )
+                let (locator, batchSize) = (try context.parameters.require("locator"), try batchSize(request))
+                return deliver(
+                    try await engine.offThePool { engine in
+                        try engine.next(locator: locator, batchSize: batchSize)
+                    })
             }
         }
     }

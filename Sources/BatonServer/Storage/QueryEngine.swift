@@ -1,5 +1,6 @@
 import BatonJSON
 import BatonLocking
+import Foundation
 import GRDB
 import SOQL
 
@@ -38,6 +39,9 @@ final class QueryEngine: Sendable {
     /// pages unless a request asks for another batch size (Salesforce: 200).
     let childPageSize: Int
     private let cursors = Locked(CursorTable())
+    /// Where queries run (``offThePool(_:)``): a query waits here, not on the pool, for the
+    /// database, which serializes them in memory and runs them side by side in a file.
+    private let pages = DispatchQueue(label: "baton.server.query-pages", attributes: .concurrent)
 
     /// The cursors by locator, with the clocks that name and age them.
     private struct CursorTable {
@@ -68,6 +72,19 @@ final class QueryEngine: Sendable {
         var body: [UInt8]
         var type: String
         var count: Int
+    }
+
+    /// Runs `work` (a query's start or one of its pages) on the engine's own threads and awaits
+    /// it. Reading and writing a page is synchronous database work, milliseconds long for a
+    /// page of 2,000, and an in-memory database serializes it: run on Swift's cooperative pool,
+    /// pages asked for at once would each hold one of its few threads, waiting for the database
+    /// in turn, and starve everything else on the pool, an in-process client parsing the pages
+    /// already answered included. Off the pool, the pages are answered one after another and
+    /// each is read by its client as soon as it is out, as from a server of its own.
+    func offThePool<T: Sendable>(_ work: @escaping @Sendable (QueryEngine) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            pages.async { [self] in continuation.resume(with: Result { try work(self) }) }
+        }
     }
 
     /// The first page of `soql`, asked under `apiPath` (`/services/data/vNN.0`).
