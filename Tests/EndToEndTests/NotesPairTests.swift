@@ -86,9 +86,9 @@ struct NotesPairTests {
 
         for app in [host, share] { app.closeInput() }
         let hostResult = try await host.wait(timeout: .seconds(60))
-        #expect(hostResult.status == 0, "\(hostResult.stderr)")
+        #expect(hostResult.status == 0, "\(hostResult.stdout) \(hostResult.stderr)")
         let shareResult = try await share.wait(timeout: .seconds(60))
-        #expect(shareResult.status == 0, "\(shareResult.stderr)")
+        #expect(shareResult.status == 0, "\(shareResult.stdout) \(shareResult.stderr)")
         try await Self.expectSingleWriter(temp + "/d")
         await serve.send(SIGTERM)
         _ = try await serve.wait(timeout: .seconds(30))
@@ -124,9 +124,9 @@ struct NotesPairTests {
 
         for app in [share, host] { app.closeInput() }
         let shareResult = try await share.wait(timeout: .seconds(60))
-        #expect(shareResult.status == 0, "\(shareResult.stderr)")
+        #expect(shareResult.status == 0, "\(shareResult.stdout) \(shareResult.stderr)")
         let hostResult = try await host.wait(timeout: .seconds(60))
-        #expect(hostResult.status == 0, "\(hostResult.stderr)")
+        #expect(hostResult.status == 0, "\(hostResult.stdout) \(hostResult.stderr)")
         try await Self.expectSingleWriter(temp + "/d")
         await serve.send(SIGTERM)
         _ = try await serve.wait(timeout: .seconds(30))

@@ -117,8 +117,10 @@ public enum NotesApp {
                 if line == "quit" { break }
                 await handle(line, participant: participant, manager: manager)
             }
-            // stdin closed or `quit`: hand everything back and leave.
-            participant.shutdown()
+            // stdin closed or `quit`: hand everything back and leave. Through the group, whose
+            // run() then returns: a participant that ended by itself (`participant.shutdown()`)
+            // would be a service that finished unexpectedly, and the group's run() would throw.
+            await group.triggerGracefulShutdown()
             try await tasks.next()
             tasks.cancelAll()
         }
