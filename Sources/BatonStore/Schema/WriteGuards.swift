@@ -14,7 +14,7 @@ import GRDBSQLite
 ///
 /// Baton's own connections run no triggers at all (``register(on:)``): the guards are for
 /// other connections, and a trigger run for every row Baton writes would cost each page save
-/// about a fifth of its time.
+/// about a sixth of its time.
 package enum WriteGuards {
     /// The function the triggers call.
     package static let functionName = "baton_write_guard"
